@@ -1,0 +1,1 @@
+"""The cpsched service and its dispatch core (``service.dispatch``)."""

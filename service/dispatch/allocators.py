@@ -1,0 +1,89 @@
+"""Allocators: where a job's units go (SPEC §6).
+
+An allocator walks a node list and puts as many units on each node as fit, until the
+job is placed; the order of the list is the policy. It never changes the capacity it
+is given; the caller takes what the returned allocation uses.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from cpsched.errors import UnknownPolicyError
+from service.dispatch.capacity import FreeCapacity, units_fitting
+from service.dispatch.problem import Allocation, Job
+
+
+class Allocator(Protocol):
+    name: str
+
+    def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
+        """An allocation of all of ``job``'s units within ``free``, or None if none exists."""
+        ...
+
+
+class FirstFit:
+    """Nodes in their configured order."""
+
+    name = "first-fit"
+
+    def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
+        if not free.fits_total(job.request):
+            return None
+        ureq = job.unit_request
+        needed = job.units
+        placed: list[tuple[int, int]] = []
+        for node, row in enumerate(free.rows()):
+            fit = units_fitting(row, ureq)
+            if fit:
+                take = fit if fit < needed else needed
+                placed.append((node, take))
+                needed -= take
+                if not needed:
+                    return tuple(placed)
+        return None
+
+
+class BestFit:
+    """Consolidate: the nodes with the least free capacity (of the job's types) first.
+
+    A node's free capacity is the sum over the job's types of its free amount divided by
+    the machine's total of that type (so cores and memory weigh alike), so a node with
+    one core left is preferred to an idle one. Ties keep the configured node order.
+    """
+
+    name = "best-fit"
+
+    def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
+        if not free.fits_total(job.request):
+            return None
+        ureq = job.unit_request
+        wanted = [r for r, a in enumerate(ureq) if a]
+        candidates: list[tuple[float, int, int]] = []
+        weight = [1.0 / c if c else 0.0 for c in free.capacity_total]
+        for node, row in enumerate(free.rows()):
+            fit = units_fitting(row, ureq)
+            if fit:
+                left = sum(row[r] * weight[r] for r in wanted)
+                candidates.append((left, node, fit))
+        candidates.sort()
+        needed = job.units
+        placed: list[tuple[int, int]] = []
+        for _, node, fit in candidates:
+            take = fit if fit < needed else needed
+            placed.append((node, take))
+            needed -= take
+            if not needed:
+                return tuple(sorted(placed))
+        return None
+
+
+ALLOCATORS: dict[str, type[FirstFit] | type[BestFit]] = {"first-fit": FirstFit, "best-fit": BestFit}
+
+
+def make_allocator(name: str) -> Allocator:
+    """The allocator registered as ``name``."""
+    try:
+        return ALLOCATORS[name]()
+    except KeyError:
+        raise UnknownPolicyError("allocator", name, ALLOCATORS) from None

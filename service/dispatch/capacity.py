@@ -1,0 +1,86 @@
+"""A dispatcher's working copy of the free capacity, changed as it places jobs.
+
+Rows are copied on first write only, so a call that starts a few jobs on a large machine
+costs what it touches, not the machine's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from service.dispatch.problem import Allocation, Amounts, Job, Snapshot
+
+
+def units_fitting(free: Sequence[int], unit_request: Amounts) -> int:
+    """How many units of ``unit_request`` fit in ``free`` (a large number if none is asked)."""
+    fit = 1 << 62
+    for have, want in zip(free, unit_request, strict=True):
+        if want:
+            n = have // want
+            if n < fit:
+                fit = n
+    return fit
+
+
+class FreeCapacity:
+    __slots__ = ("_rows", "capacity_total", "total")
+
+    def __init__(
+        self, rows: Sequence[Amounts], total: Sequence[int], capacity_total: Amounts
+    ) -> None:
+        self._rows: list[Sequence[int]] = list(rows)
+        self.total: list[int] = list(total)
+        self.capacity_total = capacity_total
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> FreeCapacity:
+        return cls(snapshot.free, snapshot.free_total, snapshot.capacity_total)
+
+    @property
+    def node_count(self) -> int:
+        return len(self._rows)
+
+    def row(self, node: int) -> Sequence[int]:
+        return self._rows[node]
+
+    def rows(self) -> list[Sequence[int]]:
+        return self._rows
+
+    def fits_total(self, request: Amounts) -> bool:
+        """Necessary condition for placing a job: each type's total free covers it."""
+        return all(want <= have for want, have in zip(request, self.total, strict=True))
+
+    def take(self, allocation: Allocation, unit_request: Amounts) -> None:
+        self._apply(allocation, unit_request, -1)
+
+    def give(self, allocation: Allocation, unit_request: Amounts) -> None:
+        self._apply(allocation, unit_request, 1)
+
+    def _apply(self, allocation: Allocation, unit_request: Amounts, sign: int) -> None:
+        rows, total = self._rows, self.total
+        for node, units in allocation:
+            row = list(rows[node])
+            for r, want in enumerate(unit_request):
+                if want:
+                    delta = sign * units * want
+                    row[r] += delta
+                    total[r] += delta
+            rows[node] = row
+
+    def copy(self) -> FreeCapacity:
+        return FreeCapacity(self._rows, self.total, self.capacity_total)
+
+    def clamp_to(self, other: FreeCapacity) -> FreeCapacity:
+        """Element-wise minimum with ``other``: what is free here *and* there."""
+        rows = [
+            a if a is b else tuple(map(min, a, b))
+            for a, b in zip(self._rows, other._rows, strict=True)
+        ]
+        total = [sum(col) for col in zip(*rows, strict=True)] if rows else []
+        return FreeCapacity(rows, total, self.capacity_total)
+
+
+def placeable_units(free: FreeCapacity, job: Job) -> int:
+    """Units of ``job`` that fit on the machine as it is, summed over nodes."""
+    ureq = job.unit_request
+    return sum(units_fitting(row, ureq) for row in free.rows())

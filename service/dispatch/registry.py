@@ -1,0 +1,25 @@
+"""Dispatcher names → dispatchers; the one place that knows every policy."""
+
+from __future__ import annotations
+
+from cpsched.errors import UnknownPolicyError
+from service.dispatch.allocators import make_allocator
+from service.dispatch.dispatcher import Dispatcher
+from service.dispatch.heuristics import ORDERS, ListDispatcher
+
+# name → (queue order, EASY backfilling?)
+HEURISTICS: dict[str, tuple[str, bool]] = {
+    "fcfs": ("fcfs", False),
+    "sjf": ("sjf", False),
+    "ljf": ("ljf", False),
+    "easy": ("fcfs", True),
+}
+DISPATCHERS = tuple(HEURISTICS)
+
+
+def make_dispatcher(name: str, allocator: str = "first-fit") -> Dispatcher:
+    """The dispatcher registered as ``name`` placing jobs with ``allocator``."""
+    if name not in HEURISTICS:
+        raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
+    order, backfill = HEURISTICS[name]
+    return ListDispatcher(name, ORDERS[order], make_allocator(allocator), backfill=backfill)
