@@ -15,7 +15,15 @@ from operator import attrgetter
 from service.dispatch.allocators import Allocator
 from service.dispatch.capacity import FreeCapacity
 from service.dispatch.durations import Durations, expected_end
-from service.dispatch.problem import Allocation, Amounts, Decision, Diagnostics, Job, Snapshot, Start
+from service.dispatch.problem import (
+    Allocation,
+    Amounts,
+    Decision,
+    Diagnostics,
+    Job,
+    Snapshot,
+    Start,
+)
 from service.dispatch.reservation import reserve
 
 Order = Callable[[Sequence[Job], Durations], list[Job]]
