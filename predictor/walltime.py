@@ -1,0 +1,16 @@
+"""The wall-time approach: a job runs for as long as its user asked for."""
+
+from __future__ import annotations
+
+from predictor.base import FinishedJob
+from service.dispatch.problem import Job
+
+
+class WallTime:
+    name = "wall-time"
+
+    def observe(self, finished: FinishedJob) -> None:
+        """Nothing to learn."""
+
+    def predict(self, job: Job, t: int) -> int:
+        return job.time_limit
