@@ -30,11 +30,24 @@ class FirstFit:
     def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
         if not free.fits_total(job.request):
             return None
-        ureq = job.unit_request
+        wanted = job.wanted
         needed = job.units
         placed: list[tuple[int, int]] = []
-        for node, row in enumerate(free.rows()):
-            fit = units_fitting(row, ureq)
+        rows = free.rows()
+        if len(wanted) == 1:
+            # Most jobs ask for one type (cores): the walk without a call per node.
+            ((r, amount),) = wanted
+            for node, row in enumerate(rows):
+                fit = row[r] // amount
+                if fit:
+                    take = fit if fit < needed else needed
+                    placed.append((node, take))
+                    needed -= take
+                    if not needed:
+                        return tuple(placed)
+            return None
+        for node, row in enumerate(rows):
+            fit = units_fitting(row, wanted)
             if fit:
                 take = fit if fit < needed else needed
                 placed.append((node, take))
@@ -57,14 +70,13 @@ class BestFit:
     def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
         if not free.fits_total(job.request):
             return None
-        ureq = job.unit_request
-        wanted = [r for r, a in enumerate(ureq) if a]
+        wanted = job.wanted
         candidates: list[tuple[float, int, int]] = []
         weight = [1.0 / c if c else 0.0 for c in free.capacity_total]
         for node, row in enumerate(free.rows()):
-            fit = units_fitting(row, ureq)
+            fit = units_fitting(row, wanted)
             if fit:
-                left = sum(row[r] * weight[r] for r in wanted)
+                left = sum(row[r] * weight[r] for r, _ in wanted)
                 candidates.append((left, node, fit))
         candidates.sort()
         needed = job.units

@@ -8,17 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from service.dispatch.problem import Allocation, Amounts, Job, Snapshot
+from service.dispatch.problem import Allocation, Amounts, Job, Snapshot, Wanted
 
 
-def units_fitting(free: Sequence[int], unit_request: Amounts) -> int:
-    """How many units of ``unit_request`` fit in ``free`` (a large number if none is asked)."""
+def covers(have: Sequence[int], want: Sequence[int]) -> bool:
+    """Whether ``have`` holds at least ``want`` of every type (a hot path: no generators)."""
+    for a, w in zip(have, want, strict=True):  # noqa: SIM110 - all(genexpr) is 3x slower here
+        if w > a:
+            return False
+    return True
+
+
+def units_fitting(free: Sequence[int], wanted: Wanted) -> int:
+    """How many units fit in ``free``, for a unit needing ``wanted`` (``Job.wanted``)."""
     fit = 1 << 62
-    for have, want in zip(free, unit_request, strict=True):
-        if want:
-            n = have // want
-            if n < fit:
-                fit = n
+    for r, amount in wanted:
+        n = free[r] // amount
+        if n < fit:
+            fit = n
     return fit
 
 
@@ -48,7 +55,7 @@ class FreeCapacity:
 
     def fits_total(self, request: Amounts) -> bool:
         """Necessary condition for placing a job: each type's total free covers it."""
-        return all(want <= have for want, have in zip(request, self.total, strict=True))
+        return covers(self.total, request)
 
     def take(self, allocation: Allocation, unit_request: Amounts) -> None:
         self._apply(allocation, unit_request, -1)
@@ -82,5 +89,5 @@ class FreeCapacity:
 
 def placeable_units(free: FreeCapacity, job: Job) -> int:
     """Units of ``job`` that fit on the machine as it is, summed over nodes."""
-    ureq = job.unit_request
-    return sum(units_fitting(row, ureq) for row in free.rows())
+    wanted = job.wanted
+    return sum(units_fitting(row, wanted) for row in free.rows())

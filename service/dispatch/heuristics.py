@@ -13,10 +13,9 @@ from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from service.dispatch.allocators import Allocator
-from service.dispatch.capacity import FreeCapacity
+from service.dispatch.capacity import FreeCapacity, covers
 from service.dispatch.durations import Durations, expected_end
 from service.dispatch.problem import (
-    Allocation,
     Amounts,
     Decision,
     Diagnostics,
@@ -24,7 +23,7 @@ from service.dispatch.problem import (
     Snapshot,
     Start,
 )
-from service.dispatch.reservation import reserve
+from service.dispatch.reservation import Release, reserve
 
 Order = Callable[[Sequence[Job], Durations], list[Job]]
 
@@ -93,17 +92,22 @@ class ListDispatcher:
     ) -> dict[str, int] | None:
         now = snapshot.time
         head = queue[head_at]
-        ends: list[tuple[int, Allocation, Amounts]] = [
-            (expected_end(rj, durations[rj.job.id], now), rj.allocation, rj.job.unit_request)
+        releases: list[Release] = [
+            (
+                expected_end(rj, durations[rj.job.id], now),
+                rj.allocation,
+                rj.job.unit_request,
+                rj.job.request,
+            )
             for rj in snapshot.running
         ]
         started = {s.job_id: s.allocation for s in starts}
-        ends.extend(
-            (now + max(1, durations[j.id]), started[j.id], j.unit_request)
+        releases.extend(
+            (now + max(1, durations[j.id]), started[j.id], j.unit_request, j.request)
             for j in queue[:head_at]
             if j.id in started
         )
-        reservation = reserve(head, free, ends, self.allocator)
+        reservation = reserve(head, free, releases, self.allocator)
         if reservation is None:
             notes.append(f"job {head.id} cannot be placed even on an idle machine; no reservation")
         place = self.allocator.place
@@ -119,15 +123,14 @@ class ListDispatcher:
                     starts.append(Start(job.id, allocation))
                     limited = None
                 continue
-            spare = reservation.spare
-            if not spare.fits_total(job.request):
+            if not covers(reservation.spare_total, job.request):
                 continue
             if limited is None:
-                limited = free.clamp_to(spare)
+                limited = free.clamp_to(reservation.spare())
             allocation = place(job, limited)
             if allocation is not None:
                 free.take(allocation, job.unit_request)
-                spare.take(allocation, job.unit_request)
+                reservation.take(allocation, job)
                 limited.take(allocation, job.unit_request)
                 starts.append(Start(job.id, allocation))
         return None if reservation is None else {head.id: reservation.time}

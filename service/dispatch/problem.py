@@ -17,6 +17,9 @@ from cpsched.errors import SnapshotError
 Amounts = tuple[int, ...]
 """Amounts of each resource type, aligned with ``Snapshot.resource_names``."""
 
+Wanted = tuple[tuple[int, int], ...]
+"""The types a unit asks for, as ``(type index, amount)`` pairs with amount > 0."""
+
 Allocation = tuple[tuple[int, int], ...]
 """Where a job's units sit: ``(node index, units on that node)`` pairs, nodes distinct."""
 
@@ -41,6 +44,7 @@ class Job:
     name: str = ""
     queue: str = ""
     request: Amounts = field(init=False, repr=False, compare=False)
+    wanted: Wanted = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.units < 1:
@@ -49,8 +53,10 @@ class Job:
             raise SnapshotError(f"job {self.id}: time limit must be >= 1 s, got {self.time_limit}")
         if any(a < 0 for a in self.unit_request):
             raise SnapshotError(f"job {self.id}: negative resource request {self.unit_request}")
-        # Total request, read in every hot loop: computed once.
+        # Read in every hot loop of the dispatchers: computed once.
         object.__setattr__(self, "request", tuple(self.units * a for a in self.unit_request))
+        wanted = tuple((r, a) for r, a in enumerate(self.unit_request) if a)
+        object.__setattr__(self, "wanted", wanted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,46 +2,106 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from operator import itemgetter
 
 from service.dispatch.allocators import Allocator
-from service.dispatch.capacity import FreeCapacity
+from service.dispatch.capacity import FreeCapacity, covers
 from service.dispatch.problem import Allocation, Amounts, Job
 
+Release = tuple[int, Allocation, Amounts, Amounts]
+"""A running job's (expected end, allocation, unit request, total request)."""
 
-@dataclass(slots=True)
+
 class Reservation:
-    time: int
-    """The head job's planned start (the "shadow time")."""
-    spare: FreeCapacity
-    """What stays free at ``time`` once the head job is placed: a job still running then
-    may only use this, or it would delay the head job."""
+    """The head job's planned start and what it leaves spare then.
+
+    A job that is still running at ``time`` may only use the spare capacity, or it would
+    delay the head job. The node-level spare capacity is built on first use: most calls
+    on a busy machine never need it, and building it walks every released allocation.
+    """
+
+    __slots__ = ("_future", "_head", "_pending", "_spare", "allocator", "spare_total", "time")
+
+    def __init__(
+        self,
+        time: int,
+        head: Job,
+        future: FreeCapacity,
+        pending: list[Release],
+        spare_total: list[int],
+        allocator: Allocator,
+        spare: FreeCapacity | None = None,
+    ) -> None:
+        self.time = time
+        self.spare_total = spare_total
+        """Per-type spare totals: a cheap necessary condition before the node-level check."""
+        self.allocator = allocator
+        self._head = head
+        self._future = future
+        self._pending = pending
+        self._spare = spare
+
+    def spare(self) -> FreeCapacity:
+        if self._spare is None:
+            future = self._future
+            for _, allocation, unit_request, _ in self._pending:
+                future.give(allocation, unit_request)
+            placement = self.allocator.place(self._head, future)
+            # reserve() only defers this when the totals decide placement exactly.
+            assert placement is not None, "reservation without a placement"
+            future.take(placement, self._head.unit_request)
+            self._spare = future
+        return self._spare
+
+    def take(self, allocation: Allocation, job: Job) -> None:
+        """A job running past ``time`` was placed: it uses spare capacity."""
+        self.spare().take(allocation, job.unit_request)
+        for r, amount in enumerate(job.request):
+            self.spare_total[r] -= amount
+
+
+def totals_decide_placement(job: Job) -> bool:
+    """Whether per-type totals alone tell if ``job`` can be placed: true when each unit
+    needs exactly one of a single type, so every free unit of it is usable anywhere."""
+    wanted = job.wanted
+    return len(wanted) == 1 and wanted[0][1] == 1
 
 
 def reserve(
-    head: Job,
-    free: FreeCapacity,
-    ends: list[tuple[int, Allocation, Amounts]],
-    allocator: Allocator,
+    head: Job, free: FreeCapacity, releases: list[Release], allocator: Allocator
 ) -> Reservation | None:
     """Release the running jobs in order of expected end until ``head`` can be placed.
 
-    ``ends`` holds ``(expected end, allocation, unit request)`` of every running job,
-    including those started in this call. Placement is checked node by node with the
-    dispatcher's own allocator, so the reservation holds on heterogeneous machines too.
-    None means the head job cannot be placed even on an otherwise idle machine.
+    ``releases`` holds every running job, including those started in this call.
+    Placement is checked node by node with the dispatcher's own allocator, so the
+    reservation holds on heterogeneous machines too; the per-type totals are checked
+    first because they are cheap and rule out most end times. None means the head job
+    cannot be placed even on an otherwise idle machine.
     """
+    releases.sort(key=itemgetter(0))
+    need = head.request
+    exact = totals_decide_placement(head)
+    total = list(free.total)
     future = free.copy()
-    ends.sort(key=lambda e: e[0])
-    count = len(ends)
-    for i, (end, allocation, unit_request) in enumerate(ends):
-        future.give(allocation, unit_request)
-        if i + 1 < count and ends[i + 1][0] == end:
-            continue  # release every job ending at the same time before trying
-        if not future.fits_total(head.request):
+    applied = 0
+    count = len(releases)
+    i = 0
+    while i < count:
+        end = releases[i][0]
+        while i < count and releases[i][0] == end:  # every job ending then, together
+            for r, amount in enumerate(releases[i][3]):
+                total[r] += amount
+            i += 1
+        if not covers(total, need):
             continue
+        spare_total = [have - want for have, want in zip(total, need, strict=True)]
+        if exact:
+            return Reservation(end, head, future, releases[applied:i], spare_total, allocator)
+        for _, allocation, unit_request, _ in releases[applied:i]:
+            future.give(allocation, unit_request)
+        applied = i
         placement = allocator.place(head, future)
         if placement is not None:
             future.take(placement, head.unit_request)
-            return Reservation(time=end, spare=future)
+            return Reservation(end, head, future, [], spare_total, allocator, spare=future)
     return None

@@ -1,0 +1,151 @@
+"""The ``cpsched`` command line: replay and compare for now; the service joins later."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cpsched import __version__
+from cpsched.errors import CpschedError
+from replay.compare import compare_dispatchers
+from replay.runner import ReplaySettings, run_replay
+
+app = typer.Typer(
+    name="cpsched",
+    help="External constraint-programming scheduler for HPC clusters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+
+TraceArg = Annotated[
+    Path, typer.Argument(help="SWF trace (.swf or .swf.gz).", exists=True, dir_okay=False)
+]
+SystemOpt = Annotated[
+    Path | None,
+    typer.Option(help="TOML system description; default: derived from the SWF header."),
+]
+AllocatorOpt = Annotated[str, typer.Option(help="first-fit or best-fit.")]
+PredictorOpt = Annotated[str, typer.Option(help="Run-time predictor: wall-time.")]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", help="Replay only the first N jobs.")]
+WarmupOpt = Annotated[
+    float, typer.Option(help="Share of the first jobs left out of the statistics.")
+]
+ValidateOpt = Annotated[
+    bool, typer.Option(help="Check every snapshot and decision independently (slow).")
+]
+ChargeOpt = Annotated[
+    bool, typer.Option(help="Charge the measured decision time to the simulated clock.")
+]
+PlotsOpt = Annotated[bool, typer.Option(help="Write PNG plots.")]
+
+
+@app.callback()
+def main_options(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress.")] = False,
+) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format='{"t":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
+    )
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)
+
+
+@app.command()
+def replay(
+    trace: TraceArg,
+    out: Annotated[Path, typer.Option(help="Directory for summary.json, jobs, plots.")],
+    system: SystemOpt = None,
+    dispatcher: Annotated[str, typer.Option(help="fcfs, sjf, ljf or easy.")] = "easy",
+    allocator: AllocatorOpt = "first-fit",
+    predictor: PredictorOpt = "wall-time",
+    jobs: JobsOpt = None,
+    warmup: WarmupOpt = 0.01,
+    validate: ValidateOpt = False,
+    charge_decision_time: ChargeOpt = False,
+    plots: PlotsOpt = True,
+) -> None:
+    """Replay a trace through one dispatcher and write its metrics to OUT."""
+    settings = ReplaySettings(
+        trace=trace,
+        out=out,
+        system=system,
+        dispatcher=dispatcher,
+        allocator=allocator,
+        predictor=predictor,
+        jobs=jobs,
+        warmup_fraction=warmup,
+        validate=validate,
+        charge_decision_time=charge_decision_time,
+        plots=plots,
+    )
+    with Progress(
+        TextColumn("[bold]replay[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"{trace.name} · {dispatcher}", total=None)
+        summary = run_replay(
+            settings,
+            on_loaded=lambda n: bar.update(task, total=n),
+            progress=lambda done: bar.update(task, completed=done),
+        )
+    console.print(
+        f"{summary['jobs']} jobs · mean wait {summary['mean_wait_s']} s · "
+        f"mean bounded slowdown {summary['mean_bounded_slowdown']} · "
+        f"killed {summary['killed_jobs']} → {out / 'summary.json'}"
+    )
+
+
+@app.command()
+def compare(
+    trace: TraceArg,
+    out: Annotated[Path, typer.Option(help="Directory for one sub-directory per run and tables.")],
+    dispatchers: Annotated[
+        str, typer.Option(help="Comma-separated dispatchers; the table's ratios are to easy.")
+    ] = "fcfs,sjf,easy",
+    system: SystemOpt = None,
+    allocator: AllocatorOpt = "first-fit",
+    predictor: PredictorOpt = "wall-time",
+    jobs: JobsOpt = None,
+    warmup: WarmupOpt = 0.01,
+    workers: Annotated[int, typer.Option(help="Parallel replay processes.")] = 2,
+    plots: PlotsOpt = True,
+) -> None:
+    """Replay a trace through several dispatchers and tabulate each metric's ratio to EASY."""
+    names = [d.strip() for d in dispatchers.split(",") if d.strip()]
+    base = ReplaySettings(
+        trace=trace,
+        out=out,
+        system=system,
+        allocator=allocator,
+        predictor=predictor,
+        jobs=jobs,
+        warmup_fraction=warmup,
+        plots=plots,
+    )
+    with console.status(f"replaying {trace.name} with {', '.join(names)}"):
+        markdown = compare_dispatchers(base, names, workers=workers)
+    typer.echo(markdown)
+    console.print(f"tables → {out / 'comparison.md'}, {out / 'comparison.csv'}")
+
+
+def main() -> None:
+    try:
+        app()
+    except CpschedError as error:
+        console.print(f"[red]error:[/] {error}")
+        raise SystemExit(2) from None
