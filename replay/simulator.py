@@ -36,6 +36,7 @@ from service.dispatch import (
     check_decision,
     check_snapshot,
 )
+from service.dispatch.capacity import shift
 
 
 class ReplayStalledError(CpschedError):
@@ -180,16 +181,9 @@ class Simulator:
         started = {s.job_id for s in decision.starts}
         by_id = {job.id: job for job in self._queue if job.id in started}
         self._queue = [job for job in self._queue if job.id not in started]
-        rows, total = self._rows, self._free_total
         for s in decision.starts:
             job = by_id[s.job_id]
-            ureq = job.unit_request
-            for node, units in s.allocation:
-                rows[node] = tuple(
-                    have - units * want for have, want in zip(rows[node], ureq, strict=True)
-                )
-            for r, want in enumerate(job.request):
-                total[r] -= want
+            shift(self._rows, self._free_total, s.allocation, job, -1)
             duration = self.predictor.predict(job, start)
             self._durations[job.id] = duration
             self._running[job.id] = RunningJob(job, start, job.time_limit, s.allocation)
@@ -202,14 +196,7 @@ class Simulator:
         tj = self.trace[index]
         rj = self._running.pop(tj.job.id)
         del self._durations[tj.job.id]
-        rows, total = self._rows, self._free_total
-        ureq = tj.job.unit_request
-        for node, units in rj.allocation:
-            rows[node] = tuple(
-                have + units * want for have, want in zip(rows[node], ureq, strict=True)
-            )
-        for r, want in enumerate(tj.job.request):
-            total[r] += want
+        shift(self._rows, self._free_total, rj.allocation, tj.job, 1)
         end = rj.start + tj.run_time
         self._end[index] = end
         self.predictor.observe(FinishedJob(tj.job, rj.start, end))

@@ -29,6 +29,24 @@ def units_fitting(free: Sequence[int], wanted: Wanted) -> int:
     return fit
 
 
+def shift(
+    rows: list[Sequence[int]], total: list[int], allocation: Allocation, job: Job, sign: int
+) -> None:
+    """Add (``sign`` = 1) or remove (-1) what ``job`` uses at ``allocation``.
+
+    Rows are replaced, never changed in place, so rows shared with a snapshot or another
+    copy stay as they were.
+    """
+    wanted = job.wanted
+    for node, units in allocation:
+        row = list(rows[node])
+        for r, amount in wanted:
+            row[r] += sign * units * amount
+        rows[node] = tuple(row)
+    for r, amount in wanted:
+        total[r] += sign * job.units * amount
+
+
 class FreeCapacity:
     __slots__ = ("_rows", "capacity_total", "total")
 
@@ -57,22 +75,11 @@ class FreeCapacity:
         """Necessary condition for placing a job: each type's total free covers it."""
         return covers(self.total, request)
 
-    def take(self, allocation: Allocation, unit_request: Amounts) -> None:
-        self._apply(allocation, unit_request, -1)
+    def take(self, allocation: Allocation, job: Job) -> None:
+        shift(self._rows, self.total, allocation, job, -1)
 
-    def give(self, allocation: Allocation, unit_request: Amounts) -> None:
-        self._apply(allocation, unit_request, 1)
-
-    def _apply(self, allocation: Allocation, unit_request: Amounts, sign: int) -> None:
-        rows, total = self._rows, self.total
-        for node, units in allocation:
-            row = list(rows[node])
-            for r, want in enumerate(unit_request):
-                if want:
-                    delta = sign * units * want
-                    row[r] += delta
-                    total[r] += delta
-            rows[node] = row
+    def give(self, allocation: Allocation, job: Job) -> None:
+        shift(self._rows, self.total, allocation, job, 1)
 
     def copy(self) -> FreeCapacity:
         return FreeCapacity(self._rows, self.total, self.capacity_total)

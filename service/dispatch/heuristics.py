@@ -14,7 +14,7 @@ from operator import attrgetter
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.capacity import FreeCapacity, covers
-from service.dispatch.durations import Durations, expected_end
+from service.dispatch.durations import Durations
 from service.dispatch.problem import (
     Amounts,
     Decision,
@@ -62,14 +62,14 @@ class ListDispatcher:
         notes: list[str] = []
         head_at = len(queue)
         for i, job in enumerate(queue):
-            if exceeds_machine(job, snapshot.capacity_total):
-                notes.append(f"job {job.id} requests more than the machine has; skipped")
-                continue
             allocation = place(job, free)
             if allocation is None:
+                if exceeds_machine(job, snapshot.capacity_total):
+                    notes.append(f"job {job.id} requests more than the machine has; skipped")
+                    continue
                 head_at = i
                 break
-            free.take(allocation, job.unit_request)
+            free.take(allocation, job)
             starts.append(Start(job.id, allocation))
         planned: dict[str, int] | None = None
         if self.backfill and head_at < len(queue):
@@ -92,18 +92,15 @@ class ListDispatcher:
     ) -> dict[str, int] | None:
         now = snapshot.time
         head = queue[head_at]
+        # max(now + 1, start + d) is durations.expected_end, inlined: this runs for every
+        # running job at every blocked call.
         releases: list[Release] = [
-            (
-                expected_end(rj, durations[rj.job.id], now),
-                rj.allocation,
-                rj.job.unit_request,
-                rj.job.request,
-            )
+            (max(now + 1, rj.start + durations[rj.job.id]), rj.allocation, rj.job)
             for rj in snapshot.running
         ]
         started = {s.job_id: s.allocation for s in starts}
         releases.extend(
-            (now + max(1, durations[j.id]), started[j.id], j.unit_request, j.request)
+            (now + max(1, durations[j.id]), started[j.id], j)
             for j in queue[:head_at]
             if j.id in started
         )
@@ -112,14 +109,32 @@ class ListDispatcher:
             notes.append(f"job {head.id} cannot be placed even on an idle machine; no reservation")
         place = self.allocator.place
         limited: FreeCapacity | None = None  # free now and still spare at the shadow time
-        capacity_total = snapshot.capacity_total
-        for job in queue[head_at + 1 :]:
-            if not free.fits_total(job.request) or exceeds_machine(job, capacity_total):
+        # Free and spare capacity only shrink during the scan, so a job that does not fit
+        # them now never will in this call: drop those up front, type by type, in
+        # comprehensions (on a busy machine most of the queue goes here, every call).
+        candidates = queue[head_at + 1 :]
+        for r, have in enumerate(free.total):
+            candidates = [job for job in candidates if job.request[r] <= have]
+        if candidates and reservation is not None:
+            window = reservation.time - now
+            outlast = [job for job in candidates if durations[job.id] > window]
+            if outlast:
+                limited = free.clamp_to(reservation.spare())
+                fitting = outlast
+                for r, have in enumerate(limited.total):
+                    fitting = [job for job in fitting if job.request[r] <= have]
+                if len(fitting) < len(outlast):
+                    keep = {job.id for job in fitting}
+                    candidates = [
+                        job for job in candidates if durations[job.id] <= window or job.id in keep
+                    ]
+        for job in candidates:
+            if not free.fits_total(job.request):
                 continue
             if reservation is None or now + durations[job.id] <= reservation.time:
                 allocation = place(job, free)
                 if allocation is not None:
-                    free.take(allocation, job.unit_request)
+                    free.take(allocation, job)
                     starts.append(Start(job.id, allocation))
                     limited = None
                 continue
@@ -129,8 +144,8 @@ class ListDispatcher:
                 limited = free.clamp_to(reservation.spare())
             allocation = place(job, limited)
             if allocation is not None:
-                free.take(allocation, job.unit_request)
+                free.take(allocation, job)
                 reservation.take(allocation, job)
-                limited.take(allocation, job.unit_request)
+                limited.take(allocation, job)
                 starts.append(Start(job.id, allocation))
         return None if reservation is None else {head.id: reservation.time}

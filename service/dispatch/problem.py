@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from cpsched.errors import SnapshotError
 
@@ -28,6 +29,15 @@ Allocation = tuple[tuple[int, int], ...]
 class Node:
     name: str
     capacity: Amounts
+
+
+@lru_cache(maxsize=1 << 16)
+def _derived(units: int, unit_request: Amounts) -> tuple[Amounts, Wanted]:
+    """A job's total request and requested types: read in every hot loop of the
+    dispatchers, so computed once, and shared between the many jobs of equal shape."""
+    request = tuple(units * a for a in unit_request)
+    wanted = tuple((r, a) for r, a in enumerate(unit_request) if a)
+    return request, wanted
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +63,8 @@ class Job:
             raise SnapshotError(f"job {self.id}: time limit must be >= 1 s, got {self.time_limit}")
         if any(a < 0 for a in self.unit_request):
             raise SnapshotError(f"job {self.id}: negative resource request {self.unit_request}")
-        # Read in every hot loop of the dispatchers: computed once.
-        object.__setattr__(self, "request", tuple(self.units * a for a in self.unit_request))
-        wanted = tuple((r, a) for r, a in enumerate(self.unit_request) if a)
+        request, wanted = _derived(self.units, self.unit_request)
+        object.__setattr__(self, "request", request)
         object.__setattr__(self, "wanted", wanted)
 
 

@@ -6,10 +6,10 @@ from operator import itemgetter
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.capacity import FreeCapacity, covers
-from service.dispatch.problem import Allocation, Amounts, Job
+from service.dispatch.problem import Allocation, Job
 
-Release = tuple[int, Allocation, Amounts, Amounts]
-"""A running job's (expected end, allocation, unit request, total request)."""
+Release = tuple[int, Allocation, Job]
+"""A running job's expected end, allocation and job."""
 
 
 class Reservation:
@@ -44,18 +44,18 @@ class Reservation:
     def spare(self) -> FreeCapacity:
         if self._spare is None:
             future = self._future
-            for _, allocation, unit_request, _ in self._pending:
-                future.give(allocation, unit_request)
+            for _, allocation, job in self._pending:
+                future.give(allocation, job)
             placement = self.allocator.place(self._head, future)
             # reserve() only defers this when the totals decide placement exactly.
             assert placement is not None, "reservation without a placement"
-            future.take(placement, self._head.unit_request)
+            future.take(placement, self._head)
             self._spare = future
         return self._spare
 
     def take(self, allocation: Allocation, job: Job) -> None:
         """A job running past ``time`` was placed: it uses spare capacity."""
-        self.spare().take(allocation, job.unit_request)
+        self.spare().take(allocation, job)
         for r, amount in enumerate(job.request):
             self.spare_total[r] -= amount
 
@@ -89,7 +89,7 @@ def reserve(
     while i < count:
         end = releases[i][0]
         while i < count and releases[i][0] == end:  # every job ending then, together
-            for r, amount in enumerate(releases[i][3]):
+            for r, amount in enumerate(releases[i][2].request):
                 total[r] += amount
             i += 1
         if not covers(total, need):
@@ -97,11 +97,11 @@ def reserve(
         spare_total = [have - want for have, want in zip(total, need, strict=True)]
         if exact:
             return Reservation(end, head, future, releases[applied:i], spare_total, allocator)
-        for _, allocation, unit_request, _ in releases[applied:i]:
-            future.give(allocation, unit_request)
+        for _, allocation, job in releases[applied:i]:
+            future.give(allocation, job)
         applied = i
         placement = allocator.place(head, future)
         if placement is not None:
-            future.take(placement, head.unit_request)
+            future.take(placement, head)
             return Reservation(end, head, future, [], spare_total, allocator, spare=future)
     return None
