@@ -92,10 +92,15 @@ class ListDispatcher:
     ) -> dict[str, int] | None:
         now = snapshot.time
         head = queue[head_at]
-        # max(now + 1, start + d) is durations.expected_end, inlined: this runs for every
-        # running job at every blocked call.
+        # This is durations.expected_end, max(now + 1, start + d), inlined: it runs for
+        # every running job at every blocked call.
+        soonest = now + 1
         releases: list[Release] = [
-            (max(now + 1, rj.start + durations[rj.job.id]), rj.allocation, rj.job)
+            (
+                end if (end := rj.start + durations[rj.job.id]) > soonest else soonest,
+                rj.allocation,
+                rj.job,
+            )
             for rj in snapshot.running
         ]
         started = {s.job_id: s.allocation for s in starts}
