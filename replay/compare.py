@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+
 from replay.compare_table import comparison_rows, to_markdown, write_csv
 from replay.outputs import atomic_target
 from replay.runner import ReplaySettings, run_replay

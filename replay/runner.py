@@ -47,7 +47,7 @@ def run_replay(
     ``progress`` how many have finished.
     """
     # Build the policies first: a misspelt name should fail before a long trace read.
-    dispatcher = make_dispatcher(settings.dispatcher, settings.allocator)
+    dispatcher = make_dispatcher(settings.dispatcher, settings.allocator, plan=False)
     predictor = make_predictor(settings.predictor)
     system = resolve_system(settings.trace, settings.system)
     trace = read_swf(settings.trace, system, limit=settings.jobs)

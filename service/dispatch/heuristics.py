@@ -10,7 +10,6 @@ if it fits now and does not delay that reservation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from operator import attrgetter
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.capacity import FreeCapacity, covers
@@ -29,7 +28,7 @@ Order = Callable[[Sequence[Job], Durations], list[Job]]
 
 
 def by_submission(queue: Sequence[Job], durations: Durations) -> list[Job]:
-    return sorted(queue, key=attrgetter("submit"))
+    return list(queue)  # a snapshot's queue is in submission order already
 
 
 def shortest_first(queue: Sequence[Job], durations: Durations) -> list[Job]:
@@ -48,11 +47,21 @@ def exceeds_machine(job: Job, capacity_total: Amounts) -> bool:
 
 
 class ListDispatcher:
-    def __init__(self, name: str, order: Order, allocator: Allocator, *, backfill: bool) -> None:
+    """Start queued jobs in ``order``; with ``backfill``, EASY.
+
+    ``plan=True`` always returns the blocked job's reservation in ``Decision.planned``
+    (the service explains pending jobs with it); with ``plan=False`` the reservation is
+    computed only when some job could be backfilled, which is what a replay needs.
+    """
+
+    def __init__(
+        self, name: str, order: Order, allocator: Allocator, *, backfill: bool, plan: bool = True
+    ) -> None:
         self.name = name
         self.order = order
         self.allocator = allocator
         self.backfill = backfill
+        self.plan = plan
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         free = FreeCapacity.of(snapshot)
@@ -92,6 +101,14 @@ class ListDispatcher:
     ) -> dict[str, int] | None:
         now = snapshot.time
         head = queue[head_at]
+        # Free and spare capacity only shrink during the scan, so a job that does not fit
+        # them now never will in this call: drop those up front, type by type, in
+        # comprehensions (on a busy machine most of the queue goes here, every call).
+        candidates = queue[head_at + 1 :]
+        for r, have in enumerate(free.total):
+            candidates = [job for job in candidates if job.request[r] <= have]
+        if not candidates and not self.plan:
+            return None
         # This is durations.expected_end, max(now + 1, start + d), inlined: it runs for
         # every running job at every blocked call.
         soonest = now + 1
@@ -114,12 +131,6 @@ class ListDispatcher:
             notes.append(f"job {head.id} cannot be placed even on an idle machine; no reservation")
         place = self.allocator.place
         limited: FreeCapacity | None = None  # free now and still spare at the shadow time
-        # Free and spare capacity only shrink during the scan, so a job that does not fit
-        # them now never will in this call: drop those up front, type by type, in
-        # comprehensions (on a busy machine most of the queue goes here, every call).
-        candidates = queue[head_at + 1 :]
-        for r, have in enumerate(free.total):
-            candidates = [job for job in candidates if job.request[r] <= have]
         if candidates and reservation is not None:
             window = reservation.time - now
             outlast = [job for job in candidates if durations[job.id] > window]

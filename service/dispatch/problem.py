@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 
 from cpsched.errors import SnapshotError
 
@@ -79,7 +80,8 @@ class RunningJob:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The cluster at ``time``: nodes, running jobs and the queue in submission order.
+    """The cluster at ``time``: nodes, running jobs and the queue in submission order
+    (by ``submit``, ties in arrival order: FCFS relies on it instead of sorting per call).
 
     ``free`` (per node) and ``free_total`` (per type) are the capacity not used by the
     running jobs. Build snapshots with :func:`make_snapshot`, which derives them from
@@ -126,7 +128,7 @@ def make_snapshot(
         resource_names=tuple(resource_names),
         nodes=tuple(nodes),
         running=tuple(running),
-        queued=tuple(queued),
+        queued=tuple(sorted(queued, key=attrgetter("submit"))),
         free=tuple(tuple(row) for row in free),
         free_total=free_total,
         capacity_total=capacity_total,

@@ -17,9 +17,14 @@ HEURISTICS: dict[str, tuple[str, bool]] = {
 DISPATCHERS = tuple(HEURISTICS)
 
 
-def make_dispatcher(name: str, allocator: str = "first-fit") -> Dispatcher:
-    """The dispatcher registered as ``name`` placing jobs with ``allocator``."""
+def make_dispatcher(name: str, allocator: str = "first-fit", *, plan: bool = True) -> Dispatcher:
+    """The dispatcher registered as ``name`` placing jobs with ``allocator``.
+
+    ``plan=False`` lets a dispatcher skip planned starts nobody will read (replays).
+    """
     if name not in HEURISTICS:
         raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
     order, backfill = HEURISTICS[name]
-    return ListDispatcher(name, ORDERS[order], make_allocator(allocator), backfill=backfill)
+    return ListDispatcher(
+        name, ORDERS[order], make_allocator(allocator), backfill=backfill, plan=plan
+    )

@@ -26,6 +26,9 @@ def check_snapshot(snapshot: Snapshot) -> None:
         for name, left in zip(snapshot.resource_names, row, strict=True):
             if left < 0:
                 problems.append(f"node {node.name} is over-full in {name} by {-left}")
+    submits = [job.submit for job in snapshot.queued]
+    if submits != sorted(submits):
+        problems.append("the queue is not in submission order")
     ids = [rj.job.id for rj in snapshot.running] + [j.id for j in snapshot.queued]
     if len(ids) != len(set(ids)):
         problems.append("a job id appears twice among running and queued jobs")

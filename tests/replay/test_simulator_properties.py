@@ -101,3 +101,14 @@ def test_easy_never_starts_a_reserved_job_after_its_reservation(workload, alloca
     index = {tj.job.id: i for i, tj in enumerate(jobs)}
     for job_id, planned in recorder.first_plan.items():
         assert result.jobs.start[index[job_id]] <= planned, job_id
+
+
+@common
+@given(workloads(), st.sampled_from(["first-fit", "best-fit"]))
+def test_easy_starts_the_same_jobs_whether_or_not_it_reports_its_plan(workload, allocator):
+    machine, jobs = workload
+    results = [
+        Simulator(machine, jobs, make_dispatcher("easy", allocator, plan=plan), WallTime()).run()
+        for plan in (True, False)
+    ]
+    assert results[0].jobs.start.tolist() == results[1].jobs.start.tolist()
