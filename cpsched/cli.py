@@ -43,6 +43,13 @@ ChargeOpt = Annotated[
     bool, typer.Option(help="Charge the measured decision time to the simulated clock.")
 ]
 PlotsOpt = Annotated[bool, typer.Option(help="Write PNG plots.")]
+TimingsOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Keep the measured dispatch times in summary.json; --no-timings moves them to "
+        "timings.json so that the same replay always gives a byte-identical summary.json."
+    ),
+]
 
 
 @app.callback()
@@ -74,6 +81,7 @@ def replay(
     validate: ValidateOpt = False,
     charge_decision_time: ChargeOpt = False,
     plots: PlotsOpt = True,
+    timings: TimingsOpt = True,
 ) -> None:
     """Replay a trace through one dispatcher and write its metrics to OUT."""
     settings = ReplaySettings(
@@ -88,6 +96,7 @@ def replay(
         validate=validate,
         charge_decision_time=charge_decision_time,
         plots=plots,
+        timings=timings,
     )
     with Progress(
         TextColumn("[bold]replay[/] {task.description}"),

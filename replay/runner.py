@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
+from cpsched.errors import TraceError
 from predictor import make_predictor
 from replay.outputs import write_outputs
 from replay.simulator import Progress, Simulator, SimulatorOptions
@@ -26,6 +27,8 @@ class ReplaySettings:
     validate: bool = False
     charge_decision_time: bool = False
     plots: bool = True
+    timings: bool = True
+    """False moves wall-clock figures to timings.json: summary.json is then reproducible."""
 
 
 def resolve_system(trace: Path, system: Path | None) -> System:
@@ -51,6 +54,11 @@ def run_replay(
     predictor = make_predictor(settings.predictor)
     system = resolve_system(settings.trace, settings.system)
     trace = read_swf(settings.trace, system, limit=settings.jobs)
+    if not trace.jobs:
+        raise TraceError(
+            f"no job of {settings.trace} can be replayed: {trace.report.lines} job lines, "
+            f"skipped by rule: {trace.report.counts}"
+        )
     if on_loaded is not None:
         on_loaded(len(trace.jobs))
     options = SimulatorOptions(
@@ -77,9 +85,9 @@ def run_replay(
         }
     )
     return write_outputs(
-        result, settings.out, warmup_fraction=settings.warmup_fraction, plots=settings.plots
+        result,
+        settings.out,
+        warmup_fraction=settings.warmup_fraction,
+        timings=settings.timings,
+        plots=settings.plots,
     )
-
-
-def settings_dict(settings: ReplaySettings) -> dict[str, object]:
-    return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()}

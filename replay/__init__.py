@@ -1,0 +1,1 @@
+"""Trace replay: SWF reading, machine descriptions, simulation and metrics."""

@@ -1,0 +1,112 @@
+"""The ``cpsched`` command as a user runs it: a real process, real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REQUIRED_KEYS = {
+    "jobs",
+    "mean_wait_s",
+    "median_wait_s",
+    "max_wait_s",
+    "mean_slowdown",
+    "mean_bounded_slowdown",
+    "killed_jobs",
+    "dispatch_calls",
+    "dispatch_ms_p50",
+    "dispatch_ms_p99",
+    "dispatch_ms_max",
+    "fallbacks",
+    "utilisation",
+    "makespan_s",
+}
+
+
+def cpsched(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from cpsched.cli import main; main()", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_replay_writes_every_output(small_trace, tmp_path):
+    out = tmp_path / "out"
+    done = cpsched("replay", small_trace, "--out", out, "--dispatcher", "easy", "--validate")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary.keys() >= REQUIRED_KEYS
+    assert summary["jobs"] == 40  # 42 lines: one malformed, one larger than the machine
+    assert summary["settings"]["cleaning"]["counts"]["malformed"] == 1
+    assert summary["settings"]["cleaning"]["counts"]["exceeds_machine"] == 1
+    for name in ("jobs.parquet", "jobs.csv", "dispatch.parquet", "wait_distribution.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_the_same_replay_twice_gives_the_same_summary_bytes(small_trace, tmp_path):
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        done = cpsched("replay", small_trace, "--out", out, "--no-timings", "--no-plots")
+        assert done.returncode == 0, done.stderr
+    a, b = ((out / "summary.json").read_bytes() for out in outs)
+    assert a == b
+    assert "dispatch_ms_p50" in json.loads((outs[0] / "timings.json").read_text())
+
+
+def test_compare_tabulates_ratios_to_easy(small_trace, tmp_path):
+    out = tmp_path / "cmp"
+    done = cpsched("compare", small_trace, "--out", out, "--dispatchers", "fcfs,sjf", "--no-plots")
+    assert done.returncode == 0, done.stderr
+    table = (out / "comparison.md").read_text()
+    for name in ("fcfs", "sjf", "easy"):  # easy joins as the baseline
+        assert f"| {name} |" in table
+        assert (out / name / "summary.json").exists()
+    header = (out / "comparison.csv").read_text().splitlines()[0]
+    assert "mean_wait_s_ratio" in header
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--dispatcher", "lottery"], "choose one of: easy, fcfs, ljf, sjf"),
+        (["--allocator", "worst-fit"], "choose one of: best-fit, first-fit"),
+        (["--predictor", "crystal-ball"], "unknown predictor"),
+    ],
+)
+def test_a_wrong_policy_name_is_a_clear_error(small_trace, tmp_path, args, message):
+    done = cpsched("replay", small_trace, "--out", tmp_path / "o", *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_header_without_the_machine_asks_for_a_system_file(tmp_path):
+    trace = tmp_path / "bare.swf"
+    trace.write_text("1 0 -1 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n")
+    done = cpsched("replay", trace, "--out", tmp_path / "o")
+    assert done.returncode == 2
+    assert "--system" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_system_file_replaces_the_header(small_trace, tmp_path):
+    system = tmp_path / "tiny.toml"
+    system.write_text('name = "tiny"\n[[nodes]]\ngroup = "t"\ncount = 2\ncpu = 4\n')
+    out = tmp_path / "o"
+    done = cpsched("replay", small_trace, "--out", out, "--system", system, "--no-plots")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["nodes"] == 2
+
+
+def test_a_missing_trace_is_refused_without_a_traceback(tmp_path):
+    done = cpsched("replay", tmp_path / "nope.swf", "--out", tmp_path / "o")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,40 @@
+"""Real traces through every heuristic, each snapshot and decision checked independently."""
+
+from __future__ import annotations
+
+import pytest
+
+from predictor.walltime import WallTime
+from replay.simulator import Simulator, SimulatorOptions
+from replay.swf import read_swf
+from replay.system import load_system
+from service.dispatch import make_dispatcher
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize("dispatcher", ["fcfs", "sjf", "ljf", "easy"])
+@pytest.mark.parametrize("allocator", ["first-fit", "best-fit"])
+def test_kth_excerpt_replays_validly(traces_dir, dispatcher, allocator):
+    system = load_system(REPO / "systems" / "kth.toml")
+    trace = read_swf(traces_dir / "KTH-SP2-1996-2.1-cln.swf.gz", system, limit=1500)
+    sim = Simulator(
+        system,
+        trace.jobs,
+        make_dispatcher(dispatcher, allocator),
+        WallTime(),
+        SimulatorOptions(validate=True),
+    )
+    result = sim.run()
+    assert (result.jobs.start >= result.jobs.submit).all()
+    assert (result.series.used[:, 0] <= 100).all()
+
+
+def test_curie_excerpt_on_its_heterogeneous_machine(traces_dir):
+    """5,544 nodes of three kinds: EASY's node-level reservation on a large machine."""
+    system = load_system(REPO / "systems" / "curie.toml")
+    trace = read_swf(traces_dir / "CEA-Curie-2011-2.1-cln.swf.gz", system, limit=600)
+    sim = Simulator(
+        system, trace.jobs, make_dispatcher("easy"), WallTime(), SimulatorOptions(validate=True)
+    )
+    result = sim.run()
+    assert (result.jobs.end > result.jobs.start).all()
