@@ -33,21 +33,11 @@ class FirstFit:
         wanted = job.wanted
         needed = job.units
         placed: list[tuple[int, int]] = []
-        rows = free.rows()
-        if len(wanted) == 1:
-            # Most jobs ask for one type (cores): the walk without a call per node.
-            ((r, amount),) = wanted
-            for node, row in enumerate(rows):
-                fit = row[r] // amount
-                if fit:
-                    take = fit if fit < needed else needed
-                    placed.append((node, take))
-                    needed -= take
-                    if not needed:
-                        return tuple(placed)
-            return None
-        for node, row in enumerate(rows):
-            fit = units_fitting(row, wanted)
+        # Most jobs ask for one type (cores): then the walk makes no call per node.
+        single = len(wanted) == 1
+        r, amount = wanted[0]
+        for node, row in enumerate(free.rows()):
+            fit = row[r] // amount if single else units_fitting(row, wanted)
             if fit:
                 take = fit if fit < needed else needed
                 placed.append((node, take))

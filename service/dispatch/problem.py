@@ -65,6 +65,8 @@ class Job:
         if any(a < 0 for a in self.unit_request):
             raise SnapshotError(f"job {self.id}: negative resource request {self.unit_request}")
         request, wanted = _derived(self.units, self.unit_request)
+        if not wanted:
+            raise SnapshotError(f"job {self.id}: requests no resource at all")
         object.__setattr__(self, "request", request)
         object.__setattr__(self, "wanted", wanted)
 

@@ -67,3 +67,17 @@ def test_public_api_is_what_all_says():
 
     for name in core.__all__:
         assert hasattr(core, name)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"units": 0}, "units must be >= 1"),
+        ({"limit": 0}, "time limit"),
+        ({"unit": -1}, "negative"),
+        ({"unit": 0}, "no resource"),
+    ],
+)
+def test_malformed_jobs_are_refused_with_the_reason(kwargs, message):
+    with pytest.raises(SnapshotError, match=message):
+        job("bad", **kwargs)
