@@ -8,6 +8,7 @@ from pathlib import Path
 from cpsched.errors import TraceError
 from predictor import make_predictor
 from replay.outputs import write_outputs
+from replay.results import ReplayResult
 from replay.simulator import Progress, Simulator, SimulatorOptions
 from replay.swf import read_header, read_swf
 from replay.system import System, load_system, system_from_header
@@ -38,17 +39,14 @@ def resolve_system(trace: Path, system: Path | None) -> System:
     return system_from_header(read_header(trace), trace.name)
 
 
-def run_replay(
+def simulate(
     settings: ReplaySettings,
     *,
     on_loaded: Progress | None = None,
     progress: Progress | None = None,
-) -> dict[str, object]:
-    """Replay ``settings.trace`` and write every output under ``settings.out``.
-
-    Returns the summary. ``on_loaded`` is told how many jobs will be replayed, then
-    ``progress`` how many have finished.
-    """
+) -> ReplayResult:
+    """Replay ``settings.trace`` in memory; ``on_loaded`` is told how many jobs will be
+    replayed, then ``progress`` how many have finished."""
     # Build the policies first: a misspelt name should fail before a long trace read.
     dispatcher = make_dispatcher(settings.dispatcher, settings.allocator, plan=False)
     predictor = make_predictor(settings.predictor)
@@ -84,6 +82,20 @@ def run_replay(
             },
         }
     )
+    return result
+
+
+def run_replay(
+    settings: ReplaySettings,
+    *,
+    on_loaded: Progress | None = None,
+    progress: Progress | None = None,
+) -> dict[str, object]:
+    """Replay ``settings.trace``, write every output under ``settings.out``, return the
+    summary."""
+    # The trace's job objects are gone once simulate() returns: the outputs (Arrow
+    # tables, plots) are built in the memory they held.
+    result = simulate(settings, on_loaded=on_loaded, progress=progress)
     return write_outputs(
         result,
         settings.out,
