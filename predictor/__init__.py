@@ -1,6 +1,9 @@
-"""Run-time predictors: learn from finished jobs, answer durations for the dispatch core."""
+"""Run-time predictors: learn from finished jobs, answer durations for the dispatch core.
+
+Build one by name with :func:`predictor.registry.make_predictor`. This package imports
+nothing heavy: the dispatch core imports the correction policies from here.
+"""
 
 from predictor.base import FinishedJob, Predictor
-from predictor.registry import PREDICTORS, make_predictor
 
-__all__ = ["PREDICTORS", "FinishedJob", "Predictor", "make_predictor"]
+__all__ = ["FinishedJob", "Predictor"]

@@ -172,6 +172,8 @@ class DispatchStats:
     fallbacks: int
     solver_status: dict[str, int]
     """Status -> count, e.g. ``{"heuristic": 1234}``."""
+    extensions: int = 0
+    """Time-limit extension directives applied (walltime correction)."""
     model_size: dict[str, np.ndarray] | None = field(default=None)
     """Optional per-call model sizes (e.g. ``{"intervals": ..., "variables": ...}``) for
     the CP dispatchers (SPEC §9); summarised as mean and max when present."""
@@ -183,6 +185,7 @@ class DispatchStats:
         time: ArrayLike,
         wall_ms: ArrayLike,
         fallbacks: int = 0,
+        extensions: int = 0,
         solver_status: Mapping[str, int] | None = None,
         model_size: Mapping[str, ArrayLike] | None = None,
     ) -> DispatchStats:
@@ -190,6 +193,7 @@ class DispatchStats:
             time=np.asarray(time, dtype=np.int64),
             wall_ms=np.asarray(wall_ms, dtype=np.float64),
             fallbacks=int(fallbacks),
+            extensions=int(extensions),
             solver_status=dict(solver_status or {}),
             model_size=(
                 None

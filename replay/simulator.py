@@ -2,10 +2,17 @@
 
 At each event time the simulator first releases the jobs that finished, then enqueues
 every job submitted at or before that time, then calls the dispatcher once (only when
-jobs are waiting: with an empty queue there is nothing to decide). Jobs run their trace
-run time. A job is killed at its time limit only when a policy has set that limit below
-the trace's request: the original request never kills, because the trace says the job
-ran to its recorded end.
+jobs are waiting, or a running job is about to hit its limit and the dispatcher may
+extend it: otherwise there is nothing to decide). Jobs run their trace run time. A job
+is killed at its time limit only when a policy has set that limit below the trace's
+request: the original request never kills, because the trace says the job ran to its
+recorded end.
+
+Site limit policies (``SimulatorOptions.limits``): ``requested`` keeps each job's own
+request as its limit; ``predicted`` sets the limit to the job's prediction when it starts
+(as the COARE study proposes), so only walltime correction keeps an underestimated job
+alive. The dispatcher's extension directives are applied as they come, and an extended
+job's duration becomes its new limit. Killed jobs are not shown to the predictor.
 
 Predictions: a queued job's duration is predicted when it is submitted, and predicted
 again when it starts (the predictor may have learnt since); a running job keeps the
@@ -18,7 +25,8 @@ import heapq
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -50,6 +58,15 @@ class SimulatorOptions:
     charge_decision_time: bool = False
     """Start jobs when the decision is ready (``t`` + measured wall time, rounded to
     whole seconds) and call the dispatcher no earlier than that again."""
+    limits: Literal["requested", "predicted"] = "requested"
+    """Each job's time limit at start: its request, or its prediction."""
+    extension_lead: int | None = None
+    """Call the dispatcher this many seconds before a job would be killed, so that it
+    can extend the limit (the correction policy's lead); None: never for that reason."""
+
+
+END, WAKE = 0, 1
+"""Event kinds: a job ends (done or killed); a job nears a limit that would kill it."""
 
 
 Progress = Callable[[int], None]
@@ -91,7 +108,11 @@ class Simulator:
         self._running: dict[str, RunningJob] = {}
         self._queue: list[Job] = []
         self._durations: dict[str, int] = {}
-        self._finishes: list[tuple[int, int]] = []  # (end, trace index), a heap
+        # (time, kind, trace index, version): a job's events are stale once its limit
+        # changes and its version moves on.
+        self._events: list[tuple[int, int, int, int]] = []
+        self._version = [0] * count
+        self._extensions = 0
 
         self._times = array("q")
         self._queue_lengths = array("i")
@@ -102,17 +123,24 @@ class Simulator:
         self._statuses: dict[str, int] = {}
 
     def run(self) -> ReplayResult:
-        trace, finishes = self.trace, self._finishes
+        trace, events, version = self.trace, self._events, self._version
         submitted = 0
         not_before = 0
         finished = 0
         never = 1 << 62
-        while submitted < len(trace) or finishes:
+        while submitted < len(trace) or events:
             next_submit = trace[submitted].job.submit if submitted < len(trace) else never
-            next_finish = finishes[0][0] if finishes else never
-            t = max(min(next_submit, next_finish), not_before)
-            while finishes and finishes[0][0] <= t:
-                self._finish(heapq.heappop(finishes)[1])
+            next_event = events[0][0] if events else never
+            t = max(min(next_submit, next_event), not_before)
+            wake = False
+            while events and events[0][0] <= t:
+                when, kind, index, seen = heapq.heappop(events)
+                if seen != version[index]:
+                    continue  # the job's limit changed since this was planned
+                if kind == WAKE:
+                    wake = True
+                    continue
+                self._finish(index, when)
                 finished += 1
                 if self.progress is not None and finished % 4096 == 0:
                     self.progress(finished)
@@ -121,9 +149,9 @@ class Simulator:
                 self._queue.append(job)
                 self._durations[job.id] = self.predictor.predict(job, t)
                 submitted += 1
-            if self._queue:
+            if self._queue or wake:
                 not_before = self._dispatch(t)
-                if not finishes and submitted == len(trace) and self._queue:
+                if not self._running and submitted == len(trace) and self._queue:
                     raise ReplayStalledError(
                         f"at t={t} the machine is idle and {len(self._queue)} jobs wait, but "
                         f"dispatcher {self.dispatcher.name!r} starts none of them"
@@ -158,6 +186,8 @@ class Simulator:
             check_decision(snapshot, decision)
         self._count(decision)
         delay = round(wall_s) if self.options.charge_decision_time else 0
+        if decision.extensions:
+            self._extend(decision)
         if decision.starts:
             self._apply(decision, t + delay)
         self._call_times.append(t)
@@ -186,20 +216,59 @@ class Simulator:
             shift(self._rows, self._free_total, s.allocation, job, -1)
             duration = self.predictor.predict(job, start)
             self._durations[job.id] = duration
-            self._running[job.id] = RunningJob(job, start, job.time_limit, s.allocation)
+            limit = job.time_limit if self.options.limits == "requested" else duration
+            running = RunningJob(job, start, limit, s.allocation)
+            self._running[job.id] = running
             index = self._index[job.id]
             self._start[index] = start
             self._predicted[index] = duration
-            heapq.heappush(self._finishes, (start + self.trace[index].run_time, index))
+            self._plan_end(index, running)
 
-    def _finish(self, index: int) -> None:
+    def _extend(self, decision: Decision) -> None:
+        for extension in decision.extensions:
+            running = self._running[extension.job_id]
+            if extension.new_limit <= running.time_limit:
+                continue  # never shorten: the validator reports it when asked
+            running = replace(
+                running, time_limit=extension.new_limit, extensions=running.extensions + 1
+            )
+            self._running[extension.job_id] = running
+            # The job is now expected to run to its new limit (EASY++ raises the
+            # prediction with the limit): plans stop assuming it ends any second.
+            self._durations[extension.job_id] = max(
+                self._durations[extension.job_id], extension.new_limit
+            )
+            index = self._index[extension.job_id]
+            self._version[index] += 1
+            self._plan_end(index, running)
+            self._extensions += 1
+
+    def _plan_end(self, index: int, running: RunningJob) -> None:
+        """Queue the job's end: its trace end, or its kill at a limit a policy set lower
+        than the request (and, with correction on, a wake-up before that kill)."""
+        run, start, limit = self.trace[index].run_time, running.start, running.time_limit
+        version = self._version[index]
+        if limit >= running.job.time_limit or run <= limit:
+            heapq.heappush(self._events, (start + run, END, index, version))
+            return
+        heapq.heappush(self._events, (start + limit, END, index, version))
+        lead = self.options.extension_lead
+        if lead is not None:
+            wake = max(start, start + limit - max(lead, 1))
+            heapq.heappush(self._events, (wake, WAKE, index, version))
+
+    def _finish(self, index: int, end: int) -> None:
         tj = self.trace[index]
         rj = self._running.pop(tj.job.id)
         del self._durations[tj.job.id]
         shift(self._rows, self._free_total, rj.allocation, tj.job, 1)
-        end = rj.start + tj.run_time
         self._end[index] = end
-        self.predictor.observe(FinishedJob(tj.job, rj.start, end))
+        killed = end < rj.start + tj.run_time
+        self._killed[index] = killed
+        if not killed:
+            # A killed job's run time is censored, not its real one: learning from it
+            # would teach predictors to kill the next job of the same user sooner.
+            self.predictor.observe(FinishedJob(tj.job, rj.start, end))
 
     def _result(self) -> ReplayResult:
         trace = self.trace
@@ -228,6 +297,7 @@ class Simulator:
             time=np.frombuffer(self._call_times, dtype=np.int64).copy(),
             wall_ms=np.frombuffer(self._wall_ms, dtype=np.float64).copy(),
             fallbacks=self._fallbacks,
+            extensions=self._extensions,
             solver_status=dict(sorted(self._statuses.items())),
         )
         return ReplayResult(jobs=jobs, series=series, dispatch=dispatch, settings={})

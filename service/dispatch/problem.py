@@ -78,6 +78,8 @@ class RunningJob:
     time_limit: int
     """The current limit (the submitted one, or as extended or tightened since)."""
     allocation: Allocation
+    extensions: int = 0
+    """How many times the limit has been extended (walltime correction counts them)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,3 +106,72 @@ def test_a_dispatcher_that_leaves_an_idle_machine_idle_is_reported():
     sim = Simulator(system(4), HAND_TRACE, NeverStarts(), WallTime())
     with pytest.raises(ReplayStalledError, match="4 jobs wait"):
         sim.run()
+
+
+class FixedPredictor:
+    """Predicts the same duration for every job (clamped to its limit)."""
+
+    name = "fixed"
+
+    def __init__(self, seconds: int) -> None:
+        self.seconds = seconds
+        self.observed: list[str] = []
+
+    def observe(self, finished):
+        self.observed.append(finished.job.id)
+
+    def predict(self, job, t):
+        return min(self.seconds, job.time_limit)
+
+
+def replay_with_limits(trace, predictor, correction="off", lead=60, step=3600):
+    from predictor.correction import CorrectionPolicy
+
+    policy = CorrectionPolicy(correction, step=step, lead=lead, cap=10_000)
+    sim = Simulator(
+        system(4),
+        trace,
+        make_dispatcher("easy", correction=policy),
+        predictor,
+        SimulatorOptions(
+            validate=True,
+            limits="predicted",
+            extension_lead=None if correction == "off" else lead,
+        ),
+    )
+    return sim.run()
+
+
+def test_predicted_limits_without_correction_kill_underestimated_jobs():
+    # Predicted 100 s; "long" runs 500 s of its 1000 s request: killed at 100.
+    trace = [trace_job("long", 0, 1, 1000, 500), trace_job("short", 0, 1, 1000, 80)]
+    predictor = FixedPredictor(100)
+    result = replay_with_limits(trace, predictor)
+    assert result.jobs.killed.tolist() == [True, False]
+    assert result.jobs.end.tolist() == [100, 80]
+    assert predictor.observed == ["short"]  # a killed job's run time is censored
+
+
+def test_simple_correction_extends_in_steps_and_kills_nobody():
+    trace = [trace_job("long", 0, 1, 1000, 500)]
+    result = replay_with_limits(trace, FixedPredictor(100), "simple", lead=10, step=150)
+    # Limits 100 → 250 → 400 → 550: three extensions, each 10 s before the limit.
+    assert not result.jobs.killed.any()
+    assert result.jobs.end.tolist() == [500]
+    assert result.dispatch.extensions == 3
+    assert result.dispatch.time.tolist() == [0, 90, 240, 390]
+
+
+def test_correction_stops_at_the_cap_and_the_job_is_killed_there():
+    # Cap 10 000 s; power steps 900 · 2^k from a 100 s prediction never reach 20 000 s.
+    trace = [trace_job("huge", 0, 1, 30_000, 20_000)]
+    result = replay_with_limits(trace, FixedPredictor(100), "power")
+    assert result.jobs.killed.tolist() == [True]
+    assert result.jobs.end.tolist() == [10_000]
+
+
+def test_requested_limits_never_kill_even_when_runs_exceed_them():
+    # The trace says this job ran 150 s on a 100 s request: it did, so it is not killed.
+    result = replay([trace_job("over", 0, 1, 100, 150)])
+    assert result.jobs.killed.tolist() == [False]
+    assert result.jobs.end.tolist() == [150]
