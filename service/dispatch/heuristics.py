@@ -43,7 +43,7 @@ ORDERS: dict[str, Order] = {"fcfs": by_submission, "sjf": shortest_first, "ljf":
 
 
 def exceeds_machine(job: Job, capacity_total: Amounts) -> bool:
-    return any(want > have for want, have in zip(job.request, capacity_total, strict=True))
+    return not covers(capacity_total, job.request)
 
 
 class ListDispatcher:
