@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from predictor import make_predictor
+from predictor.registry import make_predictor
 from replay.outputs import write_outputs
 from replay.runner import resolve_system
 from replay.simulator import Simulator

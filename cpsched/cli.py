@@ -31,7 +31,21 @@ SystemOpt = Annotated[
     typer.Option(help="TOML system description; default: derived from the SWF header."),
 ]
 AllocatorOpt = Annotated[str, typer.Option(help="first-fit or best-fit.")]
-PredictorOpt = Annotated[str, typer.Option(help="Run-time predictor: wall-time.")]
+PredictorOpt = Annotated[
+    str, typer.Option(help="Run-time predictor: wall-time, last-two, profile, adaboost, oracle.")
+]
+LimitsOpt = Annotated[
+    str,
+    typer.Option(
+        help="Time limit of a started job: its request, or its prediction (then only "
+        "walltime correction keeps an underestimated job alive)."
+    ),
+]
+CorrectionOpt = Annotated[
+    str, typer.Option(help="Walltime correction: off, simple (fixed steps) or power (EASY++).")
+]
+StepOpt = Annotated[int, typer.Option(help="Seconds a simple correction adds.")]
+LeadOpt = Annotated[int, typer.Option(help="Extend this many seconds before the limit.")]
 JobsOpt = Annotated[int | None, typer.Option("--jobs", help="Replay only the first N jobs.")]
 WarmupOpt = Annotated[
     float, typer.Option(help="Share of the first jobs left out of the statistics.")
@@ -76,6 +90,10 @@ def replay(
     dispatcher: Annotated[str, typer.Option(help="fcfs, sjf, ljf or easy.")] = "easy",
     allocator: AllocatorOpt = "first-fit",
     predictor: PredictorOpt = "wall-time",
+    limits: LimitsOpt = "requested",
+    correction: CorrectionOpt = "off",
+    correction_step: StepOpt = 3600,
+    correction_lead: LeadOpt = 60,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,
@@ -91,6 +109,10 @@ def replay(
         dispatcher=dispatcher,
         allocator=allocator,
         predictor=predictor,
+        limits=limits,  # type: ignore[arg-type]  # checked by the runner, with a clear error
+        correction=correction,
+        correction_step=correction_step,
+        correction_lead=correction_lead,
         jobs=jobs,
         warmup_fraction=warmup,
         validate=validate,
@@ -150,6 +172,33 @@ def compare(
         markdown = compare_dispatchers(base, names, workers=workers)
     typer.echo(markdown)
     console.print(f"tables → {out / 'comparison.md'}, {out / 'comparison.csv'}")
+
+
+@app.command("predict-eval")
+def predict_eval(
+    trace: TraceArg,
+    out: Annotated[Path, typer.Option(help="Directory for accuracy.json and the ratio plot.")],
+    predictor: PredictorOpt = "last-two",
+    system: SystemOpt = None,
+    jobs: JobsOpt = None,
+) -> None:
+    """Measure a predictor on a trace's completions, in time order, without scheduling."""
+    from predictor.accuracy import evaluate, write_accuracy
+    from predictor.registry import make_predictor
+    from replay.runner import resolve_system
+    from replay.swf import read_swf
+
+    loaded = read_swf(trace, resolve_system(trace, system), limit=jobs)
+    options: dict[str, object] = {}
+    if predictor == "oracle":
+        options["run_times"] = {tj.job.id: tj.run_time for tj in loaded.jobs}
+    with console.status(f"predicting {len(loaded.jobs)} jobs of {trace.name} with {predictor}"):
+        result = evaluate(loaded.jobs, make_predictor(predictor, **options))
+    write_accuracy(result, out)
+    console.print(
+        f"{result['jobs']} predictions · MAE {result['mae_s']} s · "
+        f"under {result['under_rate']} · over {result['over_rate']} → {out / 'accuracy.json'}"
+    )
 
 
 def main() -> None:

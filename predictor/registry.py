@@ -2,17 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from cpsched.errors import UnknownPolicyError
+from cpsched.errors import ConfigError, UnknownPolicyError
+from predictor.adaboost import AdaBoost
 from predictor.base import Predictor
+from predictor.lasttwo import LastTwo
+from predictor.oracle import Oracle
+from predictor.profile import JobProfile
 from predictor.walltime import WallTime
 
-PREDICTORS: dict[str, Callable[[], Predictor]] = {"wall-time": WallTime}
+
+def _oracle(run_times: Mapping[str, int] | None = None) -> Oracle:
+    # The registry is how CLIs build predictors by name; only a replay knows the answers.
+    if run_times is None:
+        raise ConfigError(
+            "predictor 'oracle' needs the real run times (replay only): "
+            "pass run_times={job id: seconds}"
+        )
+    return Oracle(run_times)
 
 
-def make_predictor(name: str) -> Predictor:
+PREDICTORS: dict[str, Callable[..., Predictor]] = {
+    "wall-time": WallTime,
+    "last-two": LastTwo,
+    "profile": JobProfile,
+    "adaboost": AdaBoost,
+    "oracle": _oracle,
+}
+
+
+def make_predictor(name: str, **options: Any) -> Predictor:
+    """A fresh predictor by name; ``options`` are its constructor's keyword arguments."""
     try:
-        return PREDICTORS[name]()
+        factory = PREDICTORS[name]
     except KeyError:
         raise UnknownPolicyError("predictor", name, PREDICTORS) from None
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        raise ConfigError(f"predictor {name!r}: bad options {sorted(options)}: {exc}") from None
+    return factory(**options)

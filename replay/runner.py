@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
-from cpsched.errors import TraceError
-from predictor import make_predictor
+from cpsched.errors import TraceError, UnknownPolicyError
+from predictor.correction import correction_policy
+from predictor.registry import PREDICTORS, make_predictor
 from replay.outputs import write_outputs
 from replay.results import ReplayResult
 from replay.simulator import Progress, Simulator, SimulatorOptions
 from replay.swf import read_header, read_swf
 from replay.system import System, load_system, system_from_header
 from service.dispatch import make_dispatcher
+
+LimitPolicy = Literal["requested", "predicted"]
+LIMITS: tuple[str, ...] = get_args(LimitPolicy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +28,10 @@ class ReplaySettings:
     dispatcher: str = "easy"
     allocator: str = "first-fit"
     predictor: str = "wall-time"
+    limits: LimitPolicy = "requested"
+    correction: str = "off"
+    correction_step: int = 3600
+    correction_lead: int = 60
     jobs: int | None = None
     warmup_fraction: float = 0.01
     validate: bool = False
@@ -47,22 +56,45 @@ def simulate(
 ) -> ReplayResult:
     """Replay ``settings.trace`` in memory; ``on_loaded`` is told how many jobs will be
     replayed, then ``progress`` how many have finished."""
-    # Build the policies first: a misspelt name should fail before a long trace read.
-    dispatcher = make_dispatcher(settings.dispatcher, settings.allocator, plan=False)
-    predictor = make_predictor(settings.predictor)
+    # Check the policy names first: a misspelt one should fail before a long trace read.
+    if settings.predictor not in PREDICTORS:
+        raise UnknownPolicyError("predictor", settings.predictor, PREDICTORS)
+    if settings.limits not in LIMITS:
+        raise UnknownPolicyError("limit policy", settings.limits, LIMITS)
     system = resolve_system(settings.trace, settings.system)
+    # The partition's maximum caps extensions; without one, a week.
+    correction = correction_policy(
+        settings.correction,
+        step=settings.correction_step,
+        lead=settings.correction_lead,
+        cap=system.max_time_limit or 7 * 86400,
+    )
+    dispatcher = make_dispatcher(
+        settings.dispatcher, settings.allocator, plan=False, correction=correction
+    )
     trace = read_swf(settings.trace, system, limit=settings.jobs)
     if not trace.jobs:
         raise TraceError(
             f"no job of {settings.trace} can be replayed: {trace.report.lines} job lines, "
             f"skipped by rule: {trace.report.counts}"
         )
+    if settings.predictor == "oracle":
+        predictor = make_predictor(
+            "oracle", run_times={tj.job.id: tj.run_time for tj in trace.jobs}
+        )
+    else:
+        predictor = make_predictor(settings.predictor)
     if on_loaded is not None:
         on_loaded(len(trace.jobs))
-    options = SimulatorOptions(
-        validate=settings.validate, charge_decision_time=settings.charge_decision_time
+    simulator_options = SimulatorOptions(
+        validate=settings.validate,
+        charge_decision_time=settings.charge_decision_time,
+        limits=settings.limits,
+        extension_lead=None if correction.kind == "off" else correction.lead,
     )
-    simulator = Simulator(system, trace.jobs, dispatcher, predictor, options, progress=progress)
+    simulator = Simulator(
+        system, trace.jobs, dispatcher, predictor, simulator_options, progress=progress
+    )
     result = simulator.run()
     result.settings.update(
         {
@@ -73,6 +105,13 @@ def simulate(
             "dispatcher": settings.dispatcher,
             "allocator": settings.allocator,
             "predictor": settings.predictor,
+            "limits": settings.limits,
+            "correction": {
+                "policy": correction.kind,
+                "step_s": correction.step,
+                "lead_s": correction.lead,
+                "cap_s": correction.cap,
+            },
             "jobs_limit": settings.jobs,
             "charge_decision_time": settings.charge_decision_time,
             "cleaning": {

@@ -78,6 +78,8 @@ class TraceJob:
     run_time: int
     """Seconds the log says the job ran, >= 1; may exceed ``job.time_limit``."""
     status: int
+    wait: int = 0
+    """Seconds the job waited on the real machine (0 when the log does not say)."""
 
 
 @dataclass
@@ -289,7 +291,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                     name=name,
                     queue=queue,
                 )
-                jobs.append(TraceJob(job, run, status))
+                jobs.append(TraceJob(job, run, status, max(0, round(v[2]))))
                 kept += 1
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceError(f"cannot read trace {path}: {exc}") from exc

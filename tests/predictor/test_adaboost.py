@@ -1,0 +1,168 @@
+"""AdaBoost: fallback, reproducible synchronous retraining, background swapping."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import numpy as np
+import pytest
+from sklearn.ensemble import AdaBoostRegressor
+from sklearn.tree import DecisionTreeRegressor
+
+from cpsched.errors import ConfigError
+from predictor._forest import Forest
+from predictor.adaboost import FEATURES, AdaBoost
+from predictor.base import FinishedJob
+from predictor.lasttwo import LastTwo
+from predictor.rebuild import rebuild
+from tests.predictor._util import done, mk
+
+SMALL = {"n_estimators": 5, "max_depth": 4, "retrain_every": 20}
+
+
+def history(n: int, seed: int = 1) -> list[FinishedJob]:
+    """Users whose run times depend on their core count; distinct end times."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        user = f"u{rng.randrange(4)}"
+        cores = rng.choice([1, 2, 4, 8])
+        run = 100 * cores * (1 + int(user[1:])) + rng.randrange(20)
+        job = mk(f"j{i}", user=user, submit=10 * i, limit=20_000, cores=cores, mem=cores * 100)
+        out.append(done(job, run, end=10 * i + run * 1000 + i))
+    return sorted(out, key=lambda f: f.end)
+
+
+def probes() -> list:
+    return [
+        mk(f"p{c}{u}", user=f"u{u}", submit=10**9, limit=20_000, cores=c, mem=c * 100)
+        for c in (1, 2, 4, 8)
+        for u in range(5)
+    ]
+
+
+def test_falls_back_to_last_two_before_the_first_model():
+    p, ref = AdaBoost(**SMALL), LastTwo()
+    for f in history(19):
+        p.observe(f)
+        ref.observe(f)
+        assert p.model_ is None
+        assert [p.predict(j, 0) for j in probes()] == [ref.predict(j, 0) for j in probes()]
+    p.observe(history(20)[-1])
+    assert p.model_ is not None
+
+
+def test_deterministic_mode_is_reproducible_and_learns():
+    runs = []
+    for _ in range(2):
+        p = AdaBoost(**SMALL)
+        for f in history(200):
+            p.observe(f)
+        runs.append([p.predict(j, 0) for j in probes()])
+    assert runs[0] == runs[1]
+    assert p.model_ is not None and p.model_.trained_on == 200
+    # Learned: more cores, longer runs, for a known user.
+    small, big = (mk("q", user="u1", limit=20_000, cores=c, mem=c * 100) for c in (1, 8))
+    assert p.predict(small, 0) < p.predict(big, 0)
+
+
+def test_rebuild_gives_the_same_predictions_as_incremental_observe():
+    live = AdaBoost(**SMALL)
+    for f in history(150):
+        live.observe(f)
+    shuffled = history(150)
+    random.Random(7).shuffle(shuffled)
+    rebuilt = rebuild(AdaBoost(**SMALL), shuffled)
+    assert [live.predict(j, 0) for j in probes()] == [rebuilt.predict(j, 0) for j in probes()]
+
+
+def test_window_bounds_the_training_rows():
+    p = AdaBoost(**SMALL, window=50, features=FEATURES)
+    for f in history(130):
+        p.observe(f)
+    rows, targets = p._snapshot()
+    assert rows.shape == (50, len(FEATURES))
+    # Oldest first: the last row is the newest observation.
+    assert targets[-1] == history(130)[-1].run_time
+
+
+def test_log_target_predicts_seconds():
+    p = AdaBoost(**SMALL, log_target=True, criterion="squared_error")
+    for f in history(100):
+        p.observe(f)
+    answers = p.predict_many(probes(), 0)
+    assert answers == [p.predict(j, 0) for j in probes()]
+    assert all(1 <= a <= j.time_limit for a, j in zip(answers, probes(), strict=True))
+    assert p.predict(probes()[0], 0) < p.predict(probes()[-1], 0)  # 1 core vs 8 cores
+
+
+def test_flat_forest_equals_scikit_learn():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 50, size=(300, 4)).astype(float)
+    y = np.log1p(x[:, 0] * 7 + x[:, 1] ** 2 + rng.random(300))
+    model = AdaBoostRegressor(
+        estimator=DecisionTreeRegressor(max_depth=5), n_estimators=12, random_state=0
+    ).fit(x, y)
+    forest = Forest.from_sklearn(model, 300)
+    probe = np.vstack([x, rng.random((50, 4)) * 60])
+    assert [forest.predict_row(r) for r in probe] == model.predict(probe).tolist()
+
+
+def test_bad_hyperparameters_are_config_errors():
+    with pytest.raises(ConfigError):
+        AdaBoost(features=("user", "shoe_size"))
+    with pytest.raises(ConfigError):
+        AdaBoost(retrain_every=0)
+
+
+class GatedAdaBoost(AdaBoost):
+    """Fits wait for ``gate``: lets a test hold a background fit "running"."""
+
+    def __init__(self, gate: threading.Event, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+
+    def _fit(self, rows, targets, trained_on):
+        assert self.gate.wait(timeout=30)
+        return super()._fit(rows, targets, trained_on)
+
+
+def test_background_mode_swaps_in_a_model_and_runs_one_fit_at_a_time():
+    gate = threading.Event()
+    p = GatedAdaBoost(gate, **SMALL, background=True)
+    jobs = history(60)
+    try:
+        for f in jobs[:20]:
+            p.observe(f)
+        first = p.training_
+        assert first is not None and p.model_ is None
+        # Held fit: predictions do not wait and still come from last-two.
+        assert p.predict(probes()[0], 0) >= 1
+        for f in jobs[20:40]:
+            p.observe(f)
+        assert p.training_ is first  # the refit due at 40 is owed, not started
+        gate.set()
+        assert first.result(timeout=30).trained_on == 20
+        assert p.model_ is first.result()
+        p.observe(jobs[40])  # the owed refit starts at the next observe, on newest rows
+        second = p.training_
+        assert second is not first
+        assert second is not None and second.result(timeout=30).trained_on == 41
+        assert p.model_ is second.result()
+    finally:
+        gate.set()
+        p.close()
+
+
+def test_background_and_deterministic_fits_agree_on_the_same_rows():
+    sync, bg = AdaBoost(**SMALL), AdaBoost(**SMALL, background=True)
+    try:
+        for f in history(20):
+            sync.observe(f)
+            bg.observe(f)
+        assert bg.training_ is not None
+        bg.training_.result(timeout=30)
+        assert [sync.predict(j, 0) for j in probes()] == [bg.predict(j, 0) for j in probes()]
+    finally:
+        bg.close()
