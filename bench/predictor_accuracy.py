@@ -1,0 +1,61 @@
+"""Accuracy of every predictor on the real traces (the issue's table).
+
+    python bench/predictor_accuracy.py [--traces DIR] [--jobs N] [--predictors a,b]
+
+Prints MAE, median absolute error and the under-estimation rate per trace and predictor,
+and how long each evaluation took; the last column compares each MAE with last-two's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from predictor.accuracy import evaluate
+from predictor.registry import make_predictor
+from replay.runner import resolve_system
+from replay.swf import read_swf
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = {
+    "KTH": ("KTH-SP2-1996-2.1-cln.swf.gz", None),
+    "CTC": ("CTC-SP2-1996-3.1-cln.swf.gz", None),
+    "HPC2N": ("HPC2N-2002-2.2-cln.swf.gz", None),
+    "Curie": ("CEA-Curie-2011-2.1-cln.swf.gz", "curie.toml"),
+    "MetaCentrum": ("METACENTRUM-2009-2.swf.gz", "metacentrum.toml"),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--traces", type=Path, default=REPO.parent / "shared/data/traces")
+    parser.add_argument("--jobs", type=int)
+    parser.add_argument("--only", default=",".join(TRACES))
+    parser.add_argument("--predictors", default="wall-time,last-two,profile,adaboost")
+    args = parser.parse_args()
+    print("| trace | predictor | jobs | MAE s | median AE s | under-rate | MAE / last-two | s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name in args.only.split(","):
+        file, system_file = TRACES[name]
+        path = args.traces / file
+        system = resolve_system(path, REPO / "systems" / system_file if system_file else None)
+        jobs = read_swf(path, system, limit=args.jobs).jobs
+        maes: dict[str, float] = {}
+        for predictor in args.predictors.split(","):
+            began = time.perf_counter()
+            result = evaluate(jobs, make_predictor(predictor))
+            took = time.perf_counter() - began
+            maes[predictor] = result["mae_s"]
+            base = maes.get("last-two")
+            ratio = f"{result['mae_s'] / base:.3f}" if base else ""
+            print(
+                f"| {name} | {predictor} | {result['jobs']} | {result['mae_s']:.0f} | "
+                f"{result['median_ae_s']:.0f} | {result['under_rate']:.3f} | {ratio} | "
+                f"{took:.1f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""What a prediction costs, per predictor, and what an AdaBoost retrain costs.
+
+    python bench/predictor_cost.py [TRACE]   (default: HPC2N from ../shared/data/traces)
+
+Each predictor first observes the trace's first 100,000 jobs, then predicts the next
+10,000 one by one (p50 and p99 of the per-call time). AdaBoost's retrain is timed on a
+history of 10,000 and of 100,000 jobs (its training window keeps the newest 20,000).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from predictor.adaboost import AdaBoost
+from predictor.base import FinishedJob
+from predictor.registry import make_predictor
+from replay.runner import resolve_system
+from replay.swf import read_swf
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = REPO.parent / "shared/data/traces/HPC2N-2002-2.2-cln.swf.gz"
+
+
+def finished(trace_jobs: list, count: int) -> list[FinishedJob]:
+    done = [
+        FinishedJob(tj.job, tj.job.submit + tj.wait, tj.job.submit + tj.wait + tj.run_time)
+        for tj in trace_jobs[:count]
+    ]
+    return sorted(done, key=lambda f: f.end)
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    jobs = read_swf(path, resolve_system(path, None), limit=110_000).jobs
+    history, probes = finished(jobs, 100_000), [tj.job for tj in jobs[100_000:110_000]]
+    t = probes[0].submit
+    print("| predictor | p50 µs | p99 µs |")
+    print("|---|---:|---:|")
+    for name in ("wall-time", "last-two", "profile", "adaboost"):
+        predictor = (
+            make_predictor(name, retrain_every=len(history))
+            if name == "adaboost"
+            else (make_predictor(name))
+        )
+        for f in history:
+            predictor.observe(f)
+        costs = np.empty(len(probes))
+        for i, job in enumerate(probes):
+            began = time.perf_counter()
+            predictor.predict(job, t)
+            costs[i] = time.perf_counter() - began
+        p50, p99 = np.percentile(costs * 1e6, [50, 99])
+        print(f"| {name} | {p50:.1f} | {p99:.1f} |")
+    print()
+    print("| AdaBoost history | rows trained | retrain s |")
+    print("|---:|---:|---:|")
+    for size in (10_000, 100_000):
+        model = AdaBoost(retrain_every=10**9)
+        for f in history[:size]:
+            model.observe(f)
+        rows, targets = model._snapshot()  # the exact rows a scheduled retrain would use
+        began = time.perf_counter()
+        model._fit(rows, targets, size)
+        print(f"| {size} | {len(rows)} | {time.perf_counter() - began:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
