@@ -46,6 +46,16 @@ CorrectionOpt = Annotated[
 ]
 StepOpt = Annotated[int, typer.Option(help="Seconds a simple correction adds.")]
 LeadOpt = Annotated[int, typer.Option(help="Extend this many seconds before the limit.")]
+DeadlineOpt = Annotated[
+    float, typer.Option(help="CP dispatchers: seconds per call before the fallback answers.")
+]
+CpLimitOpt = Annotated[
+    float, typer.Option(help="CP dispatchers: first restart's time limit (doubles up to 16x).")
+]
+DeterministicOpt = Annotated[
+    bool,
+    typer.Option(help="CP dispatchers: limit searches by solver work, not wall time."),
+]
 JobsOpt = Annotated[int | None, typer.Option("--jobs", help="Replay only the first N jobs.")]
 WarmupOpt = Annotated[
     float, typer.Option(help="Share of the first jobs left out of the statistics.")
@@ -87,13 +97,16 @@ def replay(
     trace: TraceArg,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, jobs, plots.")],
     system: SystemOpt = None,
-    dispatcher: Annotated[str, typer.Option(help="fcfs, sjf, ljf or easy.")] = "easy",
+    dispatcher: Annotated[str, typer.Option(help="fcfs, sjf, ljf, easy or hcp3.")] = "easy",
     allocator: AllocatorOpt = "first-fit",
     predictor: PredictorOpt = "wall-time",
     limits: LimitsOpt = "requested",
     correction: CorrectionOpt = "off",
     correction_step: StepOpt = 3600,
     correction_lead: LeadOpt = 60,
+    cp_deadline: DeadlineOpt = 2.0,
+    cp_limit: CpLimitOpt = 1.0,
+    cp_deterministic: DeterministicOpt = False,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,
@@ -113,6 +126,9 @@ def replay(
         correction=correction,
         correction_step=correction_step,
         correction_lead=correction_lead,
+        cp_deadline=cp_deadline,
+        cp_limit=cp_limit,
+        cp_deterministic=cp_deterministic,
         jobs=jobs,
         warmup_fraction=warmup,
         validate=validate,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from cpsched.errors import TraceError, UnknownPolicyError
 from predictor.correction import correction_policy
@@ -15,6 +15,10 @@ from replay.simulator import Progress, Simulator, SimulatorOptions
 from replay.swf import read_header, read_swf
 from replay.system import System, load_system, system_from_header
 from service.dispatch import make_dispatcher
+from service.dispatch.registry import CP_DISPATCHERS
+
+if TYPE_CHECKING:
+    from service.dispatch.cp import SearchConfig
 
 LimitPolicy = Literal["requested", "predicted"]
 LIMITS: tuple[str, ...] = get_args(LimitPolicy)
@@ -32,6 +36,12 @@ class ReplaySettings:
     correction: str = "off"
     correction_step: int = 3600
     correction_lead: int = 60
+    cp_deadline: float = 2.0
+    """Seconds a CP dispatcher may take per call before its fallback answers."""
+    cp_limit: float = 1.0
+    """First time limit of the CP search's restarts (doubling up to 16 times it)."""
+    cp_deterministic: bool = False
+    """Limit CP searches by solver work instead of wall time: reproducible replays."""
     jobs: int | None = None
     warmup_fraction: float = 0.01
     validate: bool = False
@@ -46,6 +56,20 @@ def resolve_system(trace: Path, system: Path | None) -> System:
     if system is not None:
         return load_system(system)
     return system_from_header(read_header(trace), trace.name)
+
+
+def cp_search(settings: ReplaySettings) -> SearchConfig | None:
+    """The CP search settings, for CP dispatchers only (OR-Tools is not loaded otherwise)."""
+    if settings.dispatcher not in CP_DISPATCHERS:
+        return None
+    from service.dispatch.cp import SearchConfig
+
+    return SearchConfig(
+        initial_limit=settings.cp_limit,
+        max_limit=16 * settings.cp_limit,
+        deadline=settings.cp_deadline,
+        deterministic=settings.cp_deterministic,
+    )
 
 
 def simulate(
@@ -70,7 +94,11 @@ def simulate(
         cap=system.max_time_limit or 7 * 86400,
     )
     dispatcher = make_dispatcher(
-        settings.dispatcher, settings.allocator, plan=False, correction=correction
+        settings.dispatcher,
+        settings.allocator,
+        plan=False,
+        correction=correction,
+        search=cp_search(settings),
     )
     trace = read_swf(settings.trace, system, limit=settings.jobs)
     if not trace.jobs:

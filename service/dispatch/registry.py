@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cpsched.errors import UnknownPolicyError
 from predictor.correction import CorrectionPolicy
 from service.dispatch.allocators import make_allocator
 from service.dispatch.correcting import CorrectingDispatcher
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.heuristics import ORDERS, ListDispatcher
+
+if TYPE_CHECKING:
+    from service.dispatch.cp.search import SearchConfig
 
 # name → (queue order, EASY backfilling?)
 HEURISTICS: dict[str, tuple[str, bool]] = {
@@ -16,7 +21,8 @@ HEURISTICS: dict[str, tuple[str, bool]] = {
     "ljf": ("ljf", False),
     "easy": ("fcfs", True),
 }
-DISPATCHERS = tuple(HEURISTICS)
+CP_DISPATCHERS = ("hcp3",)
+DISPATCHERS = (*HEURISTICS, *CP_DISPATCHERS)
 
 
 def make_dispatcher(
@@ -25,18 +31,27 @@ def make_dispatcher(
     *,
     plan: bool = True,
     correction: CorrectionPolicy | None = None,
+    search: SearchConfig | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
-    ``plan=False`` lets a dispatcher skip planned starts nobody will read (replays);
-    ``correction`` adds walltime-extension directives to its decisions.
+    ``plan=False`` lets a heuristic skip planned starts nobody will read (replays);
+    ``correction`` adds walltime-extension directives to its decisions; ``search`` sets
+    a CP dispatcher's time limits and deadline.
     """
-    if name not in HEURISTICS:
+    dispatcher: Dispatcher
+    if name in CP_DISPATCHERS:
+        # Imported here: OR-Tools is heavy, and heuristic-only callers never need it.
+        from service.dispatch.cp import make_cp_dispatcher
+
+        dispatcher = make_cp_dispatcher(name, allocator, search)
+    elif name in HEURISTICS:
+        order, backfill = HEURISTICS[name]
+        dispatcher = ListDispatcher(
+            name, ORDERS[order], make_allocator(allocator), backfill=backfill, plan=plan
+        )
+    else:
         raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
-    order, backfill = HEURISTICS[name]
-    dispatcher: Dispatcher = ListDispatcher(
-        name, ORDERS[order], make_allocator(allocator), backfill=backfill, plan=plan
-    )
     if correction is not None and correction.kind != "off":
         dispatcher = CorrectingDispatcher(dispatcher, correction)
     return dispatcher

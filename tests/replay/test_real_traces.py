@@ -38,3 +38,18 @@ def test_curie_excerpt_on_its_heterogeneous_machine(traces_dir):
     )
     result = sim.run()
     assert (result.jobs.end > result.jobs.start).all()
+
+
+def test_hcp3_replays_a_kth_excerpt_validly(traces_dir):
+    from predictor.lasttwo import LastTwo
+    from service.dispatch.cp import SearchConfig
+
+    system = load_system(REPO / "systems" / "kth.toml")
+    trace = read_swf(traces_dir / "KTH-SP2-1996-2.1-cln.swf.gz", system, limit=150)
+    search = SearchConfig(initial_limit=0.02, max_limit=0.32, deterministic=True)
+    dispatcher = make_dispatcher("hcp3", "best-fit", search=search)
+    result = Simulator(
+        system, trace.jobs, dispatcher, LastTwo(), SimulatorOptions(validate=True)
+    ).run()
+    assert (result.jobs.start >= result.jobs.submit).all()
+    assert sum(result.dispatch.solver_status.values()) == len(result.dispatch.wall_ms)

@@ -1,0 +1,35 @@
+"""CP dispatchers (SPEC §4): HCP3 now; PCP3 and PCP'20 will reuse ``prepare`` and ``search``.
+
+Each follows three steps: *prepare* (plain functions: priorities, reductions, window,
+horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *search*
+(time-limited restarts hinted with a greedy plan, a hard deadline, a heuristic fallback).
+"""
+
+from __future__ import annotations
+
+from cpsched.errors import UnknownPolicyError
+from service.dispatch.allocators import make_allocator
+from service.dispatch.cp.hcp3 import HCP3Dispatcher
+from service.dispatch.cp.prepare import ModelConfig
+from service.dispatch.cp.search import SearchConfig
+
+CP_DISPATCHERS = ("hcp3",)
+
+
+def make_cp_dispatcher(
+    name: str,
+    allocator: str = "best-fit",
+    search: SearchConfig | None = None,
+    *,
+    model: ModelConfig | None = None,
+) -> HCP3Dispatcher:
+    """The CP dispatcher registered as ``name``, allocating with ``allocator``.
+
+    ``search`` and ``model`` default to ``SearchConfig()`` and ``ModelConfig()``.
+    """
+    if name not in CP_DISPATCHERS:
+        raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
+    return HCP3Dispatcher(make_allocator(allocator), search, model)
+
+
+__all__ = ["CP_DISPATCHERS", "HCP3Dispatcher", "ModelConfig", "SearchConfig", "make_cp_dispatcher"]

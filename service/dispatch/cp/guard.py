@@ -1,0 +1,65 @@
+"""Anti-starvation guard of the CP dispatchers (beyond the papers; see ``ModelConfig``).
+
+The pooled slowdown objective weighs a job by ``1/d_i`` only, and the reduction drops a
+job that cannot start at ``t``: a big job behind a steady stream of small ones is then
+never modelled, or always delayed in favour of them. Its growing priority only helps
+once something *uses* it: here, the highest-priority job above a threshold gets EASY's
+reservation (the earliest time its units can be placed as the running jobs end), the
+model may not start it later than that, and jobs started now must leave it intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from service.dispatch.allocators import Allocator
+from service.dispatch.capacity import FreeCapacity
+from service.dispatch.cp.prepare import fits_idle_machine
+from service.dispatch.durations import Durations, expected_end
+from service.dispatch.problem import Job, Snapshot
+from service.dispatch.reservation import Release, Reservation, reserve
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    job: Job
+    start_by: int
+    """Absolute time (s) by which the job can be placed: ``t`` when it fits now."""
+    reservation: Reservation | None
+    """EASY's reservation when it cannot start now (mutable: the allocation step takes
+    from its spare capacity); None when it can start now."""
+
+
+def starving_job(
+    order: Sequence[Job], prios: Mapping[str, float], snapshot: Snapshot, threshold: float
+) -> Job | None:
+    """The highest-priority job with priority ≥ ``threshold`` that an idle machine could host.
+
+    ``order`` is by priority, so the scan stops at the first job under the threshold.
+    """
+    for job in order:
+        if prios[job.id] < threshold:
+            return None
+        if fits_idle_machine(job, snapshot):
+            return job
+    return None
+
+
+def protect(
+    job: Job, snapshot: Snapshot, durations: Durations, allocator: Allocator
+) -> Guard | None:
+    """``job``'s reservation: now if it can be placed now, else when enough running jobs
+    have ended (their expected ends use the underestimation fix). None if never."""
+    free = FreeCapacity.of(snapshot)
+    if allocator.place(job, free) is not None:
+        return Guard(job, snapshot.time, None)
+    now = snapshot.time
+    releases: list[Release] = [
+        (expected_end(rj, durations[rj.job.id], now), rj.allocation, rj.job)
+        for rj in snapshot.running
+    ]
+    reservation = reserve(job, free, releases, allocator)
+    if reservation is None:
+        return None
+    return Guard(job, reservation.time, reservation)

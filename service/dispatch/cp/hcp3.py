@@ -1,0 +1,240 @@
+"""HCP3: CP scheduling on pooled resources, heuristic allocation on the real nodes (SPEC §4).
+
+One call: the fallback heuristic decides first (its decision is the answer if CP has
+none in time), then *prepare* (priorities, reductions, window, guard), *build* (one
+interval per window job, fixed intervals for the running jobs, one cumulative per
+modelled type with the machine total as capacity), *search* (restarts hinted with the
+best of three greedy plans), and the jobs planned at ``t`` are placed in priority order
+with the allocator; a job that does not fit on the nodes waits for the next call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from ortools.sat.python import cp_model
+
+from service.dispatch.allocators import Allocator, BestFit
+from service.dispatch.capacity import FreeCapacity, covers
+from service.dispatch.cp.greedy import candidate_plans, plan_objective
+from service.dispatch.cp.guard import Guard, protect, starving_job
+from service.dispatch.cp.prepare import ModelConfig, Prepared, prepare, priorities, priority_order
+from service.dispatch.cp.search import (
+    Clock,
+    SearchConfig,
+    SearchOutcome,
+    make_fallback,
+    solve_with_restarts,
+)
+from service.dispatch.dispatcher import Dispatcher
+from service.dispatch.durations import Durations
+from service.dispatch.problem import Decision, Diagnostics, Job, Snapshot, Start
+
+
+@dataclass(frozen=True, slots=True)
+class PooledModel:
+    model: cp_model.CpModel
+    starts: tuple[cp_model.IntVar, ...]
+    """Start variables (units from ``t``), aligned with ``Prepared.jobs``."""
+    variables: int
+    constraints: int
+    """CP-SAT constraints, interval definitions included."""
+    intervals: int
+
+
+def build_pooled_model(prepared: Prepared) -> PooledModel:
+    """The pooled model of ``prepared``. Export it with ``model.export_to_file`` to debug."""
+    model = cp_model.CpModel()
+    starts: list[cp_model.IntVar] = []
+    intervals: list[cp_model.IntervalVar] = []
+    for j in prepared.jobs:
+        upper = prepared.horizon if j.latest is None else min(j.latest, prepared.horizon)
+        start = model.new_int_var(0, upper, f"start_{j.job.id}")
+        starts.append(start)
+        intervals.append(model.new_fixed_size_interval_var(start, j.length, f"run_{j.job.id}"))
+    demands = [j.demand for j in prepared.jobs]
+    for load in prepared.running:
+        intervals.append(model.new_fixed_size_interval_var(0, load.length, f"held_{load.length}"))
+        demands.append(load.demand)
+    for k, capacity in enumerate(prepared.capacity):
+        used = [(iv, d[k]) for iv, d in zip(intervals, demands, strict=True) if d[k]]
+        model.add_cumulative([iv for iv, _ in used], [a for _, a in used], capacity)
+    model.minimize(sum(j.weight * s for j, s in zip(prepared.jobs, starts, strict=True)))
+    # Symmetry breaking: jobs of the same length, demand and weight are interchangeable in
+    # the model, so the higher-priority one may start no later. Without this, CP-SAT's
+    # presolve breaks the symmetry its own way, which can start a newer job before an
+    # older identical one, and invalidates the greedy hint.
+    last: dict[tuple[int, tuple[int, ...], int], cp_model.IntVar] = {}
+    for j, start in zip(prepared.jobs, starts, strict=True):
+        if j.latest is None:
+            shape = (j.length, j.demand, j.weight)
+            if shape in last:
+                model.add(last[shape] <= start)
+            last[shape] = start
+    # The first descent is the greedy priority order: among the jobs that can start
+    # earliest, the one listed first (highest priority) is fixed to its earliest start.
+    model.add_decision_strategy(starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    proto = model.proto
+    return PooledModel(
+        model=model,
+        starts=tuple(starts),
+        variables=len(proto.variables),
+        constraints=len(proto.constraints),
+        intervals=len(intervals),
+    )
+
+
+def allocate_now(
+    snapshot: Snapshot,
+    prepared: Prepared,
+    plan: dict[str, int],
+    allocator: Allocator,
+    guard: Guard | None,
+) -> tuple[list[Start], list[str]]:
+    """Place the jobs planned at ``t``, in priority order; return the starts and the ids
+    of the jobs postponed because their units did not fit on the nodes (their planned
+    start stays ``t``: that is what the model said; the next call re-plans them).
+
+    With a guard that cannot start now, a job still running at the guard's reserved time
+    may only use what the reservation leaves spare (EASY's rule), so the pooled plan's
+    promise to the guarded job also holds node by node.
+    """
+    free = FreeCapacity.of(snapshot)
+    reservation = guard.reservation if guard is not None else None
+    reservation_for = guard.job if guard is not None else None
+    starts: list[Start] = []
+    postponed: list[str] = []
+    for mj in prepared.jobs:
+        job = mj.job
+        if plan[job.id] != 0:
+            continue
+        allocation = None
+        if reservation is not None and job is reservation_for:
+            pass  # it could not be placed now (that is why it has a reservation)
+        elif reservation is None or snapshot.time + mj.duration <= reservation.time:
+            allocation = allocator.place(job, free)
+        elif covers(reservation.spare_total, job.request):
+            allocation = allocator.place(job, free.clamp_to(reservation.spare()))
+            if allocation is not None:
+                reservation.take(allocation, job)
+        if allocation is None:
+            postponed.append(job.id)
+            continue
+        free.take(allocation, job)
+        starts.append(Start(job.id, allocation))
+    return starts, postponed
+
+
+class HCP3Dispatcher:
+    """HCP3 with search control and fallback. ``clock`` measures the per-call deadline
+    only (injectable for tests); nothing else here reads time."""
+
+    name = "hcp3"
+
+    def __init__(
+        self,
+        allocator: Allocator | None = None,
+        search: SearchConfig | None = None,
+        model: ModelConfig | None = None,
+        *,
+        fallback: Dispatcher | None = None,
+        clock: Clock = time.perf_counter,
+    ) -> None:
+        self.allocator = allocator if allocator is not None else BestFit()
+        self.search = search if search is not None else SearchConfig()
+        self.model = model if model is not None else ModelConfig()
+        self.fallback = fallback if fallback is not None else make_fallback(self.search)
+        self.clock = clock
+
+    def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
+        began = self.clock()
+        heuristic = self.fallback.decide(snapshot, durations)
+        prios = priorities(snapshot.queued, durations, snapshot.time)
+        order = priority_order(snapshot.queued, prios, durations)
+        guard = self._guard(snapshot, durations, order, prios)
+        prepared = prepare(
+            snapshot,
+            durations,
+            self.model,
+            order,
+            prios,
+            None if guard is None else (guard.job, guard.start_by),
+        )
+        notes = _reduction_notes(prepared, guard)
+        if not prepared.jobs:
+            empty = Diagnostics(self.name, "empty", notes=notes)
+            return Decision((), planned={}, diagnostics=empty)
+        plans = candidate_plans(prepared, [s.job_id for s in heuristic.starts])
+        costs = {name: plan_objective(prepared, plan) for name, plan in plans.items()}
+        chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        hint = plans[chosen]
+        pooled = build_pooled_model(prepared)
+        outcome = solve_with_restarts(
+            pooled.model,
+            pooled.starts,
+            [hint[j.job.id] for j in prepared.jobs],
+            self.search,
+            self.clock,
+            began,
+        )
+        notes += (
+            f"hint: {chosen}; objectives {', '.join(f'{n} {c}' for n, c in costs.items())}",
+            f"search: {outcome.runs} run(s), objective {outcome.objective}; {outcome.stop}",
+        )
+        diagnostics = Diagnostics(
+            dispatcher=self.name,
+            solver_status=outcome.status,
+            restarts=max(0, outcome.runs - 1),
+            model_variables=pooled.variables,
+            model_constraints=pooled.constraints,
+            model_intervals=pooled.intervals,
+            notes=notes,
+        )
+        if outcome.status == "infeasible":
+            # SPEC §4 step 2: nothing starts from a proven-infeasible model; no fallback.
+            return Decision((), planned={}, diagnostics=diagnostics)
+        if outcome.values is None:
+            return self._fall_back(heuristic, diagnostics, outcome)
+        plan = {j.job.id: v for j, v in zip(prepared.jobs, outcome.values, strict=True)}
+        starts, postponed = allocate_now(snapshot, prepared, plan, self.allocator, guard)
+        if postponed:
+            notes += (f"{len(postponed)} job(s) planned now did not fit on the nodes",)
+        unit, now = prepared.time_unit, prepared.time
+        return Decision(
+            starts=tuple(starts),
+            planned={job_id: now + s * unit for job_id, s in plan.items()},
+            diagnostics=replace(diagnostics, notes=notes),
+        )
+
+    def _guard(
+        self, snapshot: Snapshot, durations: Durations, order: list[Job], prios: dict[str, float]
+    ) -> Guard | None:
+        if self.model.reserve_above is None:
+            return None
+        job = starving_job(order, prios, snapshot, self.model.reserve_above)
+        return None if job is None else protect(job, snapshot, durations, self.allocator)
+
+    def _fall_back(
+        self, heuristic: Decision, diagnostics: Diagnostics, outcome: SearchOutcome
+    ) -> Decision:
+        why = f"fallback: no CP solution ({outcome.status}); decision of {self.fallback.name}"
+        return replace(
+            heuristic,
+            diagnostics=replace(
+                diagnostics,
+                fallback=True,
+                notes=(*diagnostics.notes, why, *heuristic.diagnostics.notes),
+            ),
+        )
+
+
+def _reduction_notes(prepared: Prepared, guard: Guard | None) -> tuple[str, ...]:
+    notes: list[str] = []
+    if prepared.dropped:
+        notes.append(f"{len(prepared.dropped)} job(s) cannot start now; not modelled")
+    if prepared.beyond_window:
+        notes.append(f"{len(prepared.beyond_window)} startable job(s) beyond the window")
+    if guard is not None:
+        notes.append(f"job {guard.job.id} is protected: start by {guard.start_by}")
+    return tuple(notes)

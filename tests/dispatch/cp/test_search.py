@@ -1,0 +1,192 @@
+"""Search control: restarts, limits, the deadline, infeasibility and the fallback."""
+
+import dataclasses
+import itertools
+
+import pytest
+from ortools.sat.python import cp_model
+
+import service.dispatch.cp.hcp3 as hcp3_module
+import service.dispatch.cp.search as search
+from cpsched.errors import ConfigError
+from service.dispatch import make_dispatcher
+from service.dispatch.cp import SearchConfig
+from service.dispatch.cp.search import solve_with_restarts
+from tests.dispatch.cp._util import DETERMINISTIC, decide, hcp3, started
+from tests.factories import job, limits_as_durations, nodes, running, snapshot
+
+
+def busy_snapshot():
+    r = job("r", units=3, limit=100)
+    queue = [job("h", units=4, limit=50), job("short", limit=100), job("long", limit=500)]
+    return snapshot(0, nodes(4), [running(r, 0, [(0, 3)])], queue)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"initial_limit": 0},
+        {"growth": 1.0},
+        {"max_limit": 0.5},
+        {"patience": 0},
+        {"deadline": 0},
+        {"min_run": -1},
+        {"margin": -0.1},
+        {"deadline": 0.02},  # below the default margin
+        {"num_workers": 0},
+        {"random_seed": -1},
+    ],
+)
+def test_search_config_is_validated(kwargs):
+    with pytest.raises(ConfigError):
+        SearchConfig(**kwargs)
+
+
+def test_defaults_are_the_papers_restart_parameters_on_one_worker():
+    c = SearchConfig()
+    assert (c.initial_limit, c.growth, c.max_limit, c.patience) == (1.0, 2.0, 16.0, 2)
+    assert c.num_workers == 1 and not c.deterministic
+    assert (c.fallback, c.fallback_allocator) == ("easy", "best-fit")
+
+
+class FakeClock:
+    """Advances by what the fake solver is told it may use, so runs cost their limit."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class FakeSolver:
+    def __init__(self, clock, limit, left, results):
+        self.clock, self.limit, self.left, self.results = clock, limit, left, results
+        self.objective_value = 0.0
+
+    def solve(self, model):
+        self.clock.now += min(self.limit, self.left)
+        code, objective = next(self.results)
+        self.objective_value = float(objective or 0)
+        return code
+
+    def value(self, var):
+        return int(self.objective_value)
+
+
+def run_loop(monkeypatch, config, results):
+    clock = FakeClock()
+    runs = []
+    results = iter(results)
+
+    def fake_solver(cfg, limit, left):
+        runs.append((limit, round(left, 6)))
+        return FakeSolver(clock, limit, left, results)
+
+    monkeypatch.setattr(search, "_solver", fake_solver)
+    model = cp_model.CpModel()
+    x = model.new_int_var(0, 10, "x")
+    outcome = solve_with_restarts(model, [x], [3], config, clock, 0.0)
+    return outcome, runs
+
+
+def test_limit_doubles_while_no_solution_up_to_max_limit(monkeypatch):
+    config = SearchConfig(deadline=1000.0)
+    outcome, runs = run_loop(monkeypatch, config, itertools.repeat((cp_model.UNKNOWN, None)))
+    assert [limit for limit, _ in runs] == [1.0, 2.0, 4.0, 8.0, 16.0]
+    assert outcome.status == "unknown" and outcome.values is None and outcome.runs == 5
+
+
+def test_each_run_gets_at_most_the_time_left(monkeypatch):
+    config = SearchConfig(deadline=5.03)  # 5 s once the margin is kept back
+    outcome, runs = run_loop(monkeypatch, config, itertools.repeat((cp_model.UNKNOWN, None)))
+    assert runs == [(1.0, 5.0), (2.0, 4.0), (4.0, 2.0)]
+    assert outcome.status == "deadline"
+
+
+def test_restarts_stop_after_k_runs_without_improvement(monkeypatch):
+    results = [(cp_model.FEASIBLE, 50), (cp_model.FEASIBLE, 40), (cp_model.FEASIBLE, 40)]
+    results += [(cp_model.FEASIBLE, 40), (cp_model.FEASIBLE, 10)]
+    outcome, _ = run_loop(monkeypatch, SearchConfig(deadline=1000.0), results)
+    assert outcome.runs == 4  # 50, 40, then two runs without improvement
+    assert outcome.status == "feasible" and outcome.objective == 40
+    assert outcome.values == (40,)
+
+
+def test_a_proven_optimum_or_no_improve_stops_at_once(monkeypatch):
+    outcome, _ = run_loop(monkeypatch, SearchConfig(), [(cp_model.OPTIMAL, 7)])
+    assert (outcome.status, outcome.runs, outcome.objective) == ("optimal", 1, 7)
+    config = SearchConfig(improve=False)
+    outcome, _ = run_loop(monkeypatch, config, [(cp_model.FEASIBLE, 9)])
+    assert (outcome.status, outcome.runs) == ("feasible", 1)
+
+
+def test_proven_infeasibility_is_never_retried(monkeypatch):
+    outcome, runs = run_loop(
+        monkeypatch, SearchConfig(), itertools.repeat((cp_model.INFEASIBLE, None))
+    )
+    assert outcome.status == "infeasible" and len(runs) == 1
+
+
+def test_solver_parameters_follow_the_mode():
+    wall = search._solver(SearchConfig(num_workers=2, random_seed=7), 1.0, 0.25).parameters
+    assert (wall.max_time_in_seconds, wall.num_workers, wall.random_seed) == (0.25, 2, 7)
+    det = search._solver(SearchConfig(deterministic=True), 4.0, 9.0).parameters
+    assert (det.max_deterministic_time, det.max_time_in_seconds) == (4.0, 9.0)
+
+
+def test_a_real_infeasible_model_stops_after_one_run():
+    model = cp_model.CpModel()
+    x = model.new_int_var(0, 3, "x")
+    model.add(x >= 5)
+    outcome = solve_with_restarts(model, [x], [0], DETERMINISTIC, lambda: 0.0, 0.0)
+    assert (outcome.status, outcome.runs, outcome.values) == ("infeasible", 1, None)
+
+
+def easy_decision(snap):
+    return make_dispatcher("easy", "best-fit").decide(snap, limits_as_durations(snap))
+
+
+def test_past_the_deadline_the_fallback_decision_is_returned_and_marked():
+    snap = busy_snapshot()
+    ticks = iter([0.0])  # the first read starts the call; every later read is 100 s on
+    dispatcher = hcp3(search=SearchConfig(deadline=2.0), clock=lambda: next(ticks, 100.0))
+    decision = decide(snap, dispatcher=dispatcher)
+    easy = easy_decision(snap)
+    assert decision.starts == easy.starts and decision.planned == easy.planned
+    assert decision.diagnostics.fallback
+    assert decision.diagnostics.dispatcher == "hcp3"
+    assert decision.diagnostics.solver_status == "deadline"
+    assert any("fallback" in n for n in decision.diagnostics.notes)
+
+
+def test_a_tiny_deadline_returns_the_fallback_in_time():
+    snap = busy_snapshot()
+    decision = decide(snap, dispatcher=hcp3(search=SearchConfig(deadline=1e-9, margin=0)))
+    assert decision.diagnostics.fallback
+    assert decision.starts == easy_decision(snap).starts
+
+
+def test_a_proven_infeasible_model_starts_nothing(monkeypatch):
+    # A horizon of 0 cannot hold both jobs: the model is infeasible by construction.
+    real = hcp3_module.prepare
+
+    def cramped(*args, **kwargs):
+        return dataclasses.replace(real(*args, **kwargs), horizon=0)
+
+    monkeypatch.setattr(hcp3_module, "prepare", cramped)
+    snap = busy_snapshot()
+    assert started(easy_decision(snap)) == ["short"]  # the fallback would start one
+    decision = decide(snap)
+    assert decision.starts == ()
+    assert decision.diagnostics.solver_status == "infeasible"
+    assert not decision.diagnostics.fallback
+    assert decision.diagnostics.restarts == 0
+
+
+def test_deterministic_mode_repeats_decisions():
+    queue = [job(f"q{i}", submit=i, units=1 + i % 3, limit=10 + 13 * i) for i in range(12)]
+    r = job("r", units=5, limit=60)
+    snap = snapshot(30, nodes(4, 4), [running(r, 0, [(0, 4), (1, 1)])], queue)
+    first, second = decide(snap), decide(snap)
+    assert first == second

@@ -1,0 +1,72 @@
+"""A big job behind a steady stream of small ones: the guard makes it start.
+
+One node of 4 cores. "big" needs all 4 for 100 s. Every 5 s a 1-core, 20 s job arrives
+and one core frees up, so the machine never drains on its own: "big" never fits in what
+is free at a dispatching time, and the reduction keeps it out of the model. Its priority
+(slowdown if started now) grows by 0.05 per second; once it passes the guard's threshold
+it gets a reservation and the small jobs stop taking the cores it needs.
+"""
+
+from service.dispatch.cp import ModelConfig
+from service.dispatch.cp.prepare import priorities
+from tests.dispatch.cp._util import decide, hcp3
+from tests.factories import job, nodes, running, snapshot
+
+STEP = 5
+SMALL = 20
+
+
+def simulate(model: ModelConfig, until: int) -> tuple[int | None, list[tuple[int, int]]]:
+    """Dispatch every STEP seconds until ``until``; return when "big" started (or None)
+    and, for each call that modelled "big", the call's time and big's planned start."""
+    machine = nodes(4)
+    big = job("big", submit=0, units=4, limit=100)
+    # Four small jobs running, ending at 5, 10, 15 and 20.
+    run = [running(job(f"s-{k}", limit=SMALL), 5 * k - 15, [(0, 1)]) for k in range(4)]
+    queue = [big]
+    dispatcher = hcp3(model)
+    planned_big: list[tuple[int, int]] = []
+    for t in range(0, until + 1, STEP):
+        run = [rj for rj in run if rj.start + rj.time_limit > t]
+        queue.append(job(f"s{t}", submit=t, limit=SMALL))
+        snap = snapshot(t, machine, run, queue)
+        decision = decide(snap, dispatcher=dispatcher)
+        if "big" in (decision.planned or {}):
+            planned_big.append((t, decision.planned["big"]))
+        chosen = {s.job_id: s.allocation for s in decision.starts}
+        for j in queue:
+            if j.id in chosen:
+                run.append(running(j, t, chosen[j.id]))
+        queue = [j for j in queue if j.id not in chosen]
+        if "big" in chosen:
+            assert decision.planned["big"] == t  # the model planned it now
+            return t, planned_big
+    return None, planned_big
+
+
+def test_without_the_guard_the_big_job_starves():
+    started_at, planned = simulate(ModelConfig(reserve_above=None), until=2000)
+    assert started_at is None
+    assert planned == []  # never even modelled: it never fits in what is free
+
+
+def test_with_the_guard_the_big_job_starts_once_its_priority_is_high_enough():
+    threshold = 10.0
+    started_at, planned = simulate(ModelConfig(reserve_above=threshold), until=2000)
+    assert started_at is not None
+    # Its priority reaches 10 at t = 900; the reservation is then at most one small
+    # job's length (20 s) away, and it holds: the start is at the reserved time.
+    assert 900 <= started_at <= 900 + SMALL
+    assert planned[-1] == (started_at, started_at)
+    big = job("big", submit=0, units=4, limit=100)
+    assert priorities([big], {"big": 100}, started_at)["big"] >= threshold
+
+
+def test_the_guarded_reservation_is_not_delayed_by_small_jobs():
+    # From the first call that protects "big", its planned start never moves later, and
+    # the small jobs started meanwhile all end by then.
+    started_at, planned = simulate(ModelConfig(reserve_above=10.0), until=2000)
+    assert planned[0][0] == 900
+    starts = [p for _, p in planned]
+    assert starts == sorted(starts, reverse=True)
+    assert starts[-1] == started_at
