@@ -23,7 +23,10 @@ counted under exactly one skip rule. *clamp*, *fill* and *count* rules touch kep
 - ``procs_from_allocated`` (fill): requested processors unknown, allocated ones used.
 - ``mem_from_used`` (fill): requested memory unknown, used memory (7) is the request;
   0 when both are unknown. Only for systems with ``mem``.
-- ``no_requested_time`` (fill): requested time <= 0; the run time becomes the limit.
+- ``no_requested_time`` (fill): requested time <= 0; the system's ``max_time_limit``
+  becomes the limit (what a user who states no limit gets from a partition), or the run
+  time when the system declares no maximum. Filling with the run time everywhere would
+  hand the wall-time approach the right answer (MetaCentrum's log has no requests).
 - ``run_exceeds_request`` (count): ran longer than asked; kept as logged, because the
   log says it ran and cpsched never kills a job on its original request.
 """
@@ -54,7 +57,10 @@ RULES: dict[str, str] = {
     "zero_run_time": "clamp: run time 0 raised to 1 s",
     "procs_from_allocated": "fill: requested processors unknown, allocated processors used",
     "mem_from_used": "fill: requested memory unknown, used memory taken as the request",
-    "no_requested_time": "fill: requested time unknown or <= 0, run time used as the limit",
+    "no_requested_time": (
+        "fill: requested time unknown or <= 0, the system's maximum (else the run time) "
+        "used as the limit"
+    ),
     "run_exceeds_request": "count: ran longer than requested, kept as logged",
 }
 SKIP_RULES: tuple[str, ...] = tuple(k for k, v in RULES.items() if v.startswith("skip"))
@@ -187,6 +193,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
     if limit is not None and limit < 0:
         raise ConfigError(f"the number of jobs to replay must be >= 0, got {limit}")
     machine = _Machine(system)
+    max_limit = system.max_time_limit
     has_mem = machine.mem_index is not None
     fits, requests = machine.fits, machine.requests
 
@@ -275,7 +282,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                     note("mem_from_used", lineno)
                 requested = round(v[8])
                 if requested <= 0:
-                    requested = run
+                    requested = max_limit or run
                     note("no_requested_time", lineno)
                 elif run > requested:
                     note("run_exceeds_request", lineno)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from pathlib import Path
 
@@ -163,6 +164,12 @@ def test_each_keep_rule_is_counted(
     assert (tj.job.units, tj.job.time_limit, tj.run_time) == (units, limit, run)
     assert trace.report.counts[rule] == 1
     assert sum(trace.report.counts.values()) == 1
+
+
+def test_a_missing_request_becomes_the_systems_maximum(tmp_path: Path) -> None:
+    capped = dataclasses.replace(CPU, max_time_limit=3600)
+    (tj,) = read_swf(write(tmp_path, line(req_time=-1, run=70)), capped).jobs
+    assert (tj.job.time_limit, tj.run_time) == (3600, 70)
 
 
 def test_report_lists_every_rule_in_order(tmp_path: Path) -> None:
