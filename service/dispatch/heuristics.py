@@ -62,6 +62,7 @@ class ListDispatcher:
         self.allocator = allocator
         self.backfill = backfill
         self.plan = plan
+        self._plain = Diagnostics(dispatcher=name)  # shared by the calls with nothing to note
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         free = FreeCapacity.of(snapshot)
@@ -86,7 +87,9 @@ class ListDispatcher:
         return Decision(
             starts=tuple(starts),
             planned=planned,
-            diagnostics=Diagnostics(dispatcher=self.name, notes=tuple(notes)),
+            diagnostics=(
+                Diagnostics(dispatcher=self.name, notes=tuple(notes)) if notes else self._plain
+            ),
         )
 
     def _backfill(
