@@ -46,6 +46,30 @@ def exceeds_machine(job: Job, capacity_total: Amounts) -> bool:
     return not covers(capacity_total, job.request)
 
 
+def running_releases(
+    snapshot: Snapshot, durations: Durations, ahead: list[Job], starts: list[Start]
+) -> list[Release]:
+    """Expected end, allocation and job of everything running, including the jobs of
+    ``ahead`` that this call started."""
+    now = snapshot.time
+    # This is durations.expected_end, max(now + 1, start + d), inlined: it runs for every
+    # running job at every blocked call.
+    soonest = now + 1
+    releases: list[Release] = [
+        (
+            end if (end := rj.start + durations[rj.job.id]) > soonest else soonest,
+            rj.allocation,
+            rj.job,
+        )
+        for rj in snapshot.running
+    ]
+    started = {s.job_id: s.allocation for s in starts}
+    releases.extend(
+        (now + max(1, durations[j.id]), started[j.id], j) for j in ahead if j.id in started
+    )
+    return releases
+
+
 class ListDispatcher:
     """Start queued jobs in ``order``; with ``backfill``, EASY.
 
@@ -112,23 +136,7 @@ class ListDispatcher:
             candidates = [job for job in candidates if job.request[r] <= have]
         if not candidates and not self.plan:
             return None
-        # This is durations.expected_end, max(now + 1, start + d), inlined: it runs for
-        # every running job at every blocked call.
-        soonest = now + 1
-        releases: list[Release] = [
-            (
-                end if (end := rj.start + durations[rj.job.id]) > soonest else soonest,
-                rj.allocation,
-                rj.job,
-            )
-            for rj in snapshot.running
-        ]
-        started = {s.job_id: s.allocation for s in starts}
-        releases.extend(
-            (now + max(1, durations[j.id]), started[j.id], j)
-            for j in queue[:head_at]
-            if j.id in started
-        )
+        releases = running_releases(snapshot, durations, queue[:head_at], starts)
         reservation = reserve(head, free, releases, self.allocator)
         if reservation is None:
             notes.append(f"job {head.id} cannot be placed even on an idle machine; no reservation")
@@ -138,6 +146,8 @@ class ListDispatcher:
             window = reservation.time - now
             outlast = [job for job in candidates if durations[job.id] > window]
             if outlast:
+                # The same up-front filter for jobs that would outlast the reservation:
+                # they must fit in what is free now *and* spare then.
                 limited = free.clamp_to(reservation.spare())
                 fitting = outlast
                 for r, have in enumerate(limited.total):
