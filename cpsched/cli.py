@@ -97,7 +97,7 @@ def replay(
     trace: TraceArg,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, jobs, plots.")],
     system: SystemOpt = None,
-    dispatcher: Annotated[str, typer.Option(help="fcfs, sjf, ljf, easy or hcp3.")] = "easy",
+    dispatcher: Annotated[str, typer.Option(help="fcfs, sjf, ljf, easy, hcp3 or pcp3.")] = "easy",
     allocator: AllocatorOpt = "first-fit",
     predictor: PredictorOpt = "wall-time",
     limits: LimitsOpt = "requested",
@@ -221,5 +221,5 @@ def main() -> None:
     try:
         app()
     except CpschedError as error:
-        console.print(f"[red]error:[/] {error}")
+        console.print(f"[red]error:[/] {error}", soft_wrap=True)
         raise SystemExit(2) from None

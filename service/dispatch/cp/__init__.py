@@ -1,4 +1,4 @@
-"""CP dispatchers (SPEC §4): HCP3 now; PCP3 and PCP'20 will reuse ``prepare`` and ``search``.
+"""CP dispatchers (SPEC §4): HCP3 and PCP3; PCP'20 will reuse ``prepare`` and ``search``.
 
 Each follows three steps: *prepare* (plain functions: priorities, reductions, window,
 horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *search*
@@ -10,10 +10,11 @@ from __future__ import annotations
 from cpsched.errors import UnknownPolicyError
 from service.dispatch.allocators import make_allocator
 from service.dispatch.cp.hcp3 import HCP3Dispatcher
+from service.dispatch.cp.pcp3 import PCP3Dispatcher
 from service.dispatch.cp.prepare import ModelConfig
 from service.dispatch.cp.search import SearchConfig
 
-CP_DISPATCHERS = ("hcp3",)
+CP_DISPATCHERS = ("hcp3", "pcp3")
 
 
 def make_cp_dispatcher(
@@ -29,7 +30,15 @@ def make_cp_dispatcher(
     """
     if name not in CP_DISPATCHERS:
         raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
-    return HCP3Dispatcher(make_allocator(allocator), search, model)
+    kind = PCP3Dispatcher if name == "pcp3" else HCP3Dispatcher
+    return kind(make_allocator(allocator), search, model)
 
 
-__all__ = ["CP_DISPATCHERS", "HCP3Dispatcher", "ModelConfig", "SearchConfig", "make_cp_dispatcher"]
+__all__ = [
+    "CP_DISPATCHERS",
+    "HCP3Dispatcher",
+    "ModelConfig",
+    "PCP3Dispatcher",
+    "SearchConfig",
+    "make_cp_dispatcher",
+]

@@ -20,6 +20,7 @@ def test_public_api():
         "CP_DISPATCHERS",
         "HCP3Dispatcher",
         "ModelConfig",
+        "PCP3Dispatcher",
         "SearchConfig",
         "make_cp_dispatcher",
     }
@@ -31,8 +32,9 @@ def test_factory_builds_hcp3_and_rejects_unknown_names():
     assert dispatcher.name == "hcp3"
     assert dispatcher.allocator.name == "first-fit"
     assert dispatcher.fallback.name == "easy"
-    with pytest.raises(UnknownPolicyError, match="hcp3"):
-        make_cp_dispatcher("pcp3")
+    assert make_cp_dispatcher("pcp3").name == "pcp3"
+    with pytest.raises(UnknownPolicyError, match="hcp3, pcp3"):
+        make_cp_dispatcher("pcp20")
     with pytest.raises(UnknownPolicyError):
         make_cp_dispatcher("hcp3", "worst-fit")
     with pytest.raises(ConfigError):

@@ -1,0 +1,172 @@
+"""PCP3: node-level CP decisions, against hand optima, HCP3's pooled relaxation and EASY."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ortools.sat.python import cp_model
+
+from service.dispatch import make_dispatcher
+from service.dispatch.allocators import BestFit
+from service.dispatch.cp import ModelConfig, SearchConfig
+from service.dispatch.cp.pcp3 import PCP3Dispatcher, build_node_model
+from service.dispatch.cp.pcp3_greedy import candidate_node_plans, hostable
+from tests.dispatch.cp._util import (
+    DETERMINISTIC,
+    decide,
+    hcp3,
+    objective,
+    pooled_violations,
+    prepared_of,
+    started,
+)
+from tests.factories import job, limits_as_durations, nodes, running, snapshot
+
+NO_GUARD = ModelConfig(reserve_above=None)
+NOW = 6
+
+
+def pcp3(model=NO_GUARD, search=DETERMINISTIC, **kwargs):
+    return PCP3Dispatcher(BestFit(), search, model, **kwargs)
+
+
+def fragmented():
+    """Two 4-core nodes, one core busy on each until t+10: 6 cores free, but only one
+    2-core unit fits per node. Three 2-core, 10 s jobs, older first."""
+    r0, r1 = job("r0", limit=15), job("r1", limit=15)
+    run = [running(r0, 95, [(0, 1)]), running(r1, 95, [(1, 1)])]
+    queue = [job(n, submit=s, unit=2, limit=10) for n, s in (("a", 0), ("b", 10), ("c", 20))]
+    return snapshot(100, nodes(4, 4), run, queue)
+
+
+def test_known_node_level_optimum_where_the_pool_is_optimistic():
+    snap = fragmented()
+    prepared = prepared_of(snap)
+    decision = decide(snap, dispatcher=pcp3())
+    assert decision.diagnostics.dispatcher == "pcp3"
+    assert decision.diagnostics.solver_status == "optimal"
+    # The youngest waits for a running job to end (symmetry: older identical jobs first).
+    assert decision.planned == {"a": 100, "b": 100, "c": 110}
+    assert objective(prepared, decision.planned) == 1000 * 10
+    assert dict((s.job_id, s.allocation) for s in decision.starts) in (
+        {"a": ((0, 1),), "b": ((1, 1),)},
+        {"a": ((1, 1),), "b": ((0, 1),)},
+    )
+    pooled = decide(snap, dispatcher=hcp3(NO_GUARD))
+    assert objective(prepared, pooled.planned) == 0  # all three "start" in the pool
+    assert sorted(started(pooled)) == ["a", "b"]  # ... and one is postponed
+
+
+def test_optional_interval_variant_and_no_pooled_cut_agree():
+    snap = fragmented()
+    expected = decide(snap, dispatcher=pcp3()).planned
+    for kwargs in ({"optional": True}, {"pooled": False}):
+        decision = decide(snap, dispatcher=pcp3(**kwargs))
+        assert decision.diagnostics.solver_status == "optimal"
+        assert decision.planned == expected
+
+
+def test_multi_unit_job_is_spread_over_nodes():
+    # 3 units of 2 cores on two 4-core nodes: must use both nodes, 2 + 1.
+    snap = snapshot(0, nodes(4, 4), queue=[job("w", units=3, unit=2, limit=10)])
+    decision = decide(snap, dispatcher=pcp3())
+    assert decision.starts[0].allocation in (((0, 2), (1, 1)), ((0, 1), (1, 2)))
+
+
+def test_the_greedy_node_plans_are_solutions_of_the_model():
+    r = job("r", units=3, unit=(1, 2), limit=50)
+    machine = nodes((4, 8), (4, 8), (2, 4))
+    queue = [
+        job(f"q{i}", submit=i, units=1 + i % 3, unit=(1, 1 + i % 4), limit=10 + 7 * i)
+        for i in range(8)
+    ]
+    snap = snapshot(20, machine, [running(r, 0, [(0, 3)])], queue, resources=("cpu", "mem"))
+    durations = limits_as_durations(snap)
+    prepared, hosts = hostable(snap, prepared_of(snap))
+    easy = make_dispatcher("easy", "best-fit").decide(snap, durations)
+    seeded = {s.job_id: s.allocation for s in easy.starts}
+    plans = candidate_node_plans(snap, durations, prepared, hosts, seeded)
+    assert len(plans) == 3
+    for plan in plans.values():
+        built = build_node_model(snap, durations, prepared, hosts)
+        for j, start, xs in zip(prepared.jobs, built.starts, built.units, strict=True):
+            built.model.add(start == plan.starts[j.job.id])
+            for n, x in xs:
+                built.model.add(x == plan.units[j.job.id].get(n, 0))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.solve(built.model) == cp_model.OPTIMAL
+
+
+def test_empty_queue_and_nothing_startable_give_an_empty_decision():
+    r = job("r", units=4, limit=100)
+    for queue in ([], [job("a")]):
+        snap = snapshot(0, nodes(4), [running(r, 0, [(0, 4)])], queue)
+        decision = decide(snap, dispatcher=pcp3())
+        assert decision.starts == () and decision.planned == {}
+        assert decision.diagnostics.solver_status == "empty"
+        assert not decision.diagnostics.fallback
+
+
+def test_past_the_deadline_the_fallback_decision_is_returned_and_marked():
+    snap = fragmented()
+    ticks = iter([0.0])  # the first read starts the call; every later read is 100 s on
+    dispatcher = pcp3(search=SearchConfig(deadline=2.0), clock=lambda: next(ticks, 100.0))
+    decision = decide(snap, dispatcher=dispatcher)
+    easy = make_dispatcher("easy", "best-fit").decide(snap, limits_as_durations(snap))
+    assert decision.starts == easy.starts and decision.planned == easy.planned
+    d = decision.diagnostics
+    assert d.fallback and d.dispatcher == "pcp3" and d.solver_status == "deadline"
+    assert d.model_variables > 0 and d.model_intervals > 0
+    assert any("fallback" in n for n in d.notes)
+
+
+@st.composite
+def instances(draw, max_nodes=4):
+    types = draw(st.integers(1, 2))
+    resources = ("cpu", "gpu")[:types]
+    count = draw(st.integers(1, max_nodes))
+    caps = [tuple(draw(st.integers(2, 4)) for _ in range(types)) for _ in range(count)]
+    free = [list(c) for c in caps]
+    run = []
+    for i in range(draw(st.integers(0, 3))):
+        node = draw(st.integers(0, count - 1))
+        unit = tuple(draw(st.integers(0, c)) for c in free[node])
+        if not any(unit):
+            continue
+        for r, a in enumerate(unit):
+            free[node][r] -= a
+        rj = job(f"r{i}", limit=draw(st.integers(1, 10)), unit=unit)
+        run.append(running(rj, draw(st.integers(0, NOW)), [(node, 1)]))
+    queue = []
+    for i in range(draw(st.integers(1, 4))):
+        unit = tuple(draw(st.integers(0, 2)) for _ in range(types))
+        if not any(unit):
+            unit = (1, *unit[1:])
+        queue.append(
+            job(
+                f"q{i}",
+                submit=draw(st.integers(0, NOW)),
+                units=draw(st.integers(1, 3)),
+                unit=unit,
+                limit=draw(st.integers(1, 4)),
+            )
+        )
+    return snapshot(NOW, nodes(*caps), run, queue, resources)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.booleans())
+def test_decisions_are_valid_and_never_beat_the_pooled_relaxation(snap, guarded):
+    model = ModelConfig(reserve_above=1.0 if guarded else None)
+    decision = decide(snap, dispatcher=pcp3(model))  # decide() checks validity
+    assert not decision.diagnostics.fallback
+    if guarded or decision.diagnostics.solver_status != "optimal":
+        return
+    prepared = prepared_of(snap)
+    units = {k: (v - NOW) // prepared.time_unit for k, v in decision.planned.items()}
+    assert pooled_violations(prepared, units) == []  # a node plan is a pooled plan
+    pooled = decide(snap, dispatcher=hcp3(NO_GUARD))
+    if pooled.diagnostics.solver_status == "optimal":
+        ours, relaxed = objective(prepared, decision.planned), objective(prepared, pooled.planned)
+        assert ours >= relaxed
+        if len(snap.nodes) == 1:
+            assert ours == relaxed
