@@ -7,6 +7,8 @@ horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *se
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cpsched.errors import UnknownPolicyError
 from service.dispatch.allocators import make_allocator
 from service.dispatch.cp.hcp3 import HCP3Dispatcher
@@ -15,6 +17,9 @@ from service.dispatch.cp.prepare import ModelConfig
 from service.dispatch.cp.search import SearchConfig
 
 CP_DISPATCHERS = ("hcp3", "pcp3")
+PRESOLVE_BY_DEFAULT = {"hcp3": True, "pcp3": False}
+"""On KTH's first 2,000 jobs (deadline 0.2 s), PCP3 without presolve: mean bounded
+slowdown 36.3 instead of 60.9, 5 fallbacks instead of 93."""
 
 
 def make_cp_dispatcher(
@@ -30,6 +35,9 @@ def make_cp_dispatcher(
     """
     if name not in CP_DISPATCHERS:
         raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
+    search = search or SearchConfig()
+    if search.presolve is None:
+        search = replace(search, presolve=PRESOLVE_BY_DEFAULT[name])
     kind = PCP3Dispatcher if name == "pcp3" else HCP3Dispatcher
     return kind(make_allocator(allocator), search, model)
 

@@ -170,3 +170,12 @@ def test_decisions_are_valid_and_never_beat_the_pooled_relaxation(snap, guarded)
         assert ours >= relaxed
         if len(snap.nodes) == 1:
             assert ours == relaxed
+
+
+def test_presolve_defaults_per_dispatcher_and_an_explicit_choice_wins():
+    from service.dispatch.cp import SearchConfig, make_cp_dispatcher
+
+    assert make_cp_dispatcher("pcp3").search.presolve is False
+    assert make_cp_dispatcher("hcp3").search.presolve is True
+    chosen = make_cp_dispatcher("pcp3", search=SearchConfig(presolve=True))
+    assert chosen.search.presolve is True
