@@ -97,7 +97,9 @@ def replay(
     trace: TraceArg,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, jobs, plots.")],
     system: SystemOpt = None,
-    dispatcher: Annotated[str, typer.Option(help="fcfs, sjf, ljf, easy, hcp3 or pcp3.")] = "easy",
+    dispatcher: Annotated[
+        str, typer.Option(help="fcfs, sjf, ljf, easy, hcp3, pcp3 or pcp20.")
+    ] = "easy",
     allocator: AllocatorOpt = "first-fit",
     predictor: PredictorOpt = "wall-time",
     limits: LimitsOpt = "requested",

@@ -21,7 +21,7 @@ HEURISTICS: dict[str, tuple[str, bool]] = {
     "ljf": ("ljf", False),
     "easy": ("fcfs", True),
 }
-CP_DISPATCHERS = ("hcp3", "pcp3")
+CP_DISPATCHERS = ("hcp3", "pcp3", "pcp20")
 DISPATCHERS = (*HEURISTICS, *CP_DISPATCHERS)
 
 

@@ -21,6 +21,7 @@ def test_public_api():
         "HCP3Dispatcher",
         "ModelConfig",
         "PCP3Dispatcher",
+        "PCP20Dispatcher",
         "SearchConfig",
         "make_cp_dispatcher",
     }
@@ -33,8 +34,9 @@ def test_factory_builds_hcp3_and_rejects_unknown_names():
     assert dispatcher.allocator.name == "first-fit"
     assert dispatcher.fallback.name == "easy"
     assert make_cp_dispatcher("pcp3").name == "pcp3"
-    with pytest.raises(UnknownPolicyError, match="hcp3, pcp3"):
-        make_cp_dispatcher("pcp20")
+    assert make_cp_dispatcher("pcp20").name == "pcp20"
+    with pytest.raises(UnknownPolicyError, match="hcp3, pcp20, pcp3"):
+        make_cp_dispatcher("pcp19")
     with pytest.raises(UnknownPolicyError):
         make_cp_dispatcher("hcp3", "worst-fit")
     with pytest.raises(ConfigError):

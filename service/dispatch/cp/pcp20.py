@@ -1,0 +1,245 @@
+"""PCP'20: pure CP scheduling and allocation with the size-independent position model.
+
+Steps as PCP3's (HCP3's fallback, ``prepare``, guard, ``solve_with_restarts``; PCP3's host
+reduction and greedy node plans); the model is ``pcp20_model.build_position_model``.
+Hint: each greedy node plan (priority, ratio, EASY-seeded) is replayed as a serial
+schedule on positions (``position_plan``, first-fit rectangles; a node plan respects only
+capacities, so a fragmented node moves a job to the earliest time it fits) and the
+cheapest is a complete hint. Converting node plans without that repair left 1-2 units
+per call unplaced at 50 jobs, and the partial hint cost a fallback in 3 of 10 calls.
+Jobs planned at ``t`` start with one unit on ``node[i,k]`` for each unit ``k``.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import insort
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+from service.dispatch.allocators import Allocator
+from service.dispatch.cp.greedy import plan_objective
+from service.dispatch.cp.hcp3 import HCP3Dispatcher, _reduction_notes
+from service.dispatch.cp.pcp3_greedy import (
+    Hosts,
+    NodePlan,
+    candidate_node_plans,
+    hostable,
+    unit_demand,
+)
+from service.dispatch.cp.pcp20_model import (
+    Layout,
+    Placed,
+    Rect,
+    Units,
+    build_position_model,
+    layout,
+    running_rects,
+)
+from service.dispatch.cp.prepare import (
+    ModelConfig,
+    ModelJob,
+    Prepared,
+    prepare,
+    priorities,
+    priority_order,
+)
+from service.dispatch.cp.search import Clock, SearchConfig, solve_with_restarts
+from service.dispatch.dispatcher import Dispatcher
+from service.dispatch.durations import Durations
+from service.dispatch.problem import Decision, Diagnostics, Snapshot, Start
+from service.dispatch.validate import decision_violations
+
+
+class PCP20Dispatcher(HCP3Dispatcher):
+    """PCP'20 with search control and fallback; constructor as PCP3's.
+    ``order_units`` orders a job's identical units (see ``pcp20_model``)."""
+
+    name = "pcp20"
+
+    def __init__(
+        self,
+        allocator: Allocator | None = None,
+        search: SearchConfig | None = None,
+        model: ModelConfig | None = None,
+        *,
+        fallback: Dispatcher | None = None,
+        clock: Clock = time.perf_counter,
+        order_units: bool = True,
+    ) -> None:
+        super().__init__(allocator, search, model, fallback=fallback, clock=clock)
+        self.order_units = order_units
+
+    def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
+        began = self.clock()
+        heuristic = self.fallback.decide(snapshot, durations)
+        prios = priorities(snapshot.queued, durations, snapshot.time)
+        order = priority_order(snapshot.queued, prios, durations)
+        guard = self._guard(snapshot, durations, order, prios)
+        protected = None if guard is None else (guard.job, guard.start_by)
+        prepared = prepare(snapshot, durations, self.model, order, prios, protected)
+        prepared, hosts = hostable(snapshot, prepared)
+        notes = _reduction_notes(prepared, guard)
+        if not prepared.jobs:
+            return Decision(
+                (), planned={}, diagnostics=Diagnostics(self.name, "empty", notes=notes)
+            )
+        plans = candidate_node_plans(
+            snapshot, durations, prepared, hosts, {s.job_id: s.allocation for s in heuristic.starts}
+        )
+        lay = layout(snapshot, prepared)
+        running = running_rects(snapshot, durations, prepared, lay)
+        placed = {
+            name: position_plan(lay, running, prepared, hosts, p) for name, p in plans.items()
+        }
+        costs = {
+            name: plan_objective(prepared, {i: s for i, (s, _) in p.items()})
+            for name, p in placed.items()
+        }
+        chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        built = build_position_model(
+            snapshot,
+            durations,
+            prepared,
+            hosts,
+            order_units=self.order_units,
+        )
+        values = built.hint_values(prepared, placed[chosen])
+        outcome = solve_with_restarts(
+            built.model, built.decision_variables(), values, self.search, self.clock, began
+        )
+        notes += (
+            f"hint: {chosen}; objectives {', '.join(f'{n} {c}' for n, c in costs.items())}",
+            f"search: {outcome.runs} run(s), objective {outcome.objective}; {outcome.stop}",
+        )
+        diagnostics = Diagnostics(
+            dispatcher=self.name,
+            solver_status=outcome.status,
+            restarts=max(0, outcome.runs - 1),
+            model_variables=built.variables,
+            model_constraints=built.constraints,
+            model_intervals=built.intervals,
+            notes=notes,
+        )
+        if outcome.status == "infeasible":
+            # SPEC §4 step 2: nothing starts from a proven-infeasible model; no fallback.
+            return Decision((), planned={}, diagnostics=diagnostics)
+        if outcome.values is None:
+            return self._fall_back(heuristic, diagnostics, outcome)
+        count = len(prepared.jobs)
+        plan = {j.job.id: v for j, v in zip(prepared.jobs, outcome.values[:count], strict=True)}
+        node_values = iter(outcome.values[count:])
+        starts = []
+        for j, ns in zip(prepared.jobs, built.nodes, strict=True):
+            on_nodes = Counter(next(node_values) for _ in ns)
+            if plan[j.job.id] == 0:
+                starts.append(Start(j.job.id, tuple(sorted(on_nodes.items()))))
+        unit, now = prepared.time_unit, prepared.time
+        decision = Decision(
+            starts=tuple(starts),
+            planned={job_id: now + s * unit for job_id, s in plan.items()},
+            diagnostics=diagnostics,
+        )
+        # Cheap independent check (ms): a model bug must never reach the cluster.
+        violations = decision_violations(snapshot, decision)
+        if violations:
+            bad = replace(diagnostics, notes=(*notes, f"invalid CP decision: {violations[:3]}"))
+            return self._fall_back(heuristic, bad, replace(outcome, status="invalid"))
+        return decision
+
+
+class _Positions:
+    """Rectangles placed so far per (node, type), for a serial schedule on positions."""
+
+    def __init__(self, lay: Layout, running: list[list[list[Rect]]]) -> None:
+        self.lay = lay
+        self.rects = [[list(rects) for rects in row] for row in running]
+        self.ends = {0} | {rect[1] for row in running for rects in row for rect in rects}
+
+    def fit(self, n: int, s: int, e: int, ureq: Sequence[int], need: int) -> list[tuple[int, ...]]:
+        """Up to ``need`` units on node ``n`` over ``[s, e)``, first-fit per type."""
+        busy = {
+            k: sorted((lo, hi) for rs, re, lo, hi in self.rects[n][k] if rs < e and s < re)
+            for k, a in enumerate(ureq)
+            if a
+        }
+        out: list[tuple[int, ...]] = []
+        while len(out) < need:
+            place = []
+            for k, a in enumerate(ureq):
+                low = self.lay.offsets[n][k]
+                q = _first_fit(busy[k], low, low + self.lay.caps[n][k], a) if a else 0
+                if q is None:
+                    return out
+                place.append(q)
+            for k, a in enumerate(ureq):
+                if a:
+                    insort(busy[k], (place[k], place[k] + a))
+            out.append(tuple(place))
+        return out
+
+    def earliest(
+        self, mj: ModelJob, ureq: Sequence[int], tries: Sequence[tuple[int, Sequence[int]]]
+    ) -> tuple[int, Units]:
+        """The first of ``tries`` (start, nodes) where all units fit, then the earliest
+        end time at which they fit on the last try's nodes (the idle machine always does)."""
+        *firsts, (_, hosts) = tries
+        candidates = [*firsts, *((t, hosts) for t in sorted(self.ends))]
+        for start, nodes in candidates:
+            units: Units = []
+            for n in nodes:
+                need = mj.job.units - len(units)
+                units += [(n, q) for q in self.fit(n, start, start + mj.length, ureq, need)]
+                if len(units) == mj.job.units:
+                    return start, units
+        raise AssertionError(f"job {mj.job.id} fits no node even on the idle machine")
+
+    def add(self, start: int, length: int, ureq: Sequence[int], units: Units) -> None:
+        for n, where in units:
+            for k, a in enumerate(ureq):
+                if a:
+                    self.rects[n][k].append((start, start + length, where[k], where[k] + a))
+        self.ends.add(start + length)
+
+
+def position_plan(
+    lay: Layout,
+    running: list[list[list[Rect]]],
+    prepared: Prepared,
+    hosts: Sequence[Hosts],
+    plan: NodePlan,
+) -> Placed:
+    """A serial schedule on positions following a node plan: jobs in the plan's start
+    order (the guarded job first, as in the plan), each at the plan's start on the plan's
+    nodes when its units fit there as rectangles, else at the earliest time they fit on
+    any host (a node plan only respects capacities, so a node can be fragmented)."""
+    machine = _Positions(lay, running)
+    rank = {mj.job.id: i for i, mj in enumerate(prepared.jobs)}
+    host_of = dict(zip((mj.job.id for mj in prepared.jobs), hosts, strict=True))
+    jobs = sorted(
+        prepared.jobs,
+        key=lambda mj: (mj.latest is None, plan.starts[mj.job.id], rank[mj.job.id]),
+    )
+    placed: Placed = {}
+    for mj in jobs:
+        ureq = machine.lay.ureq(unit_demand(mj, prepared))
+        mine = sorted(plan.units[mj.job.id])
+        others = mine + [n for n, _ in host_of[mj.job.id] if n not in plan.units[mj.job.id]]
+        start, units = machine.earliest(mj, ureq, [(plan.starts[mj.job.id], mine), (0, others)])
+        machine.add(start, mj.length, ureq, units)
+        k0 = next(k for k, a in enumerate(ureq) if a)
+        placed[mj.job.id] = (start, sorted(units, key=lambda u: u[1][k0]))  # the model's order
+    return placed
+
+
+def _first_fit(busy: list[tuple[int, int]], low: int, high: int, a: int) -> int | None:
+    """The lowest ``q`` in ``[low, high − a]`` with ``[q, q + a)`` clear of ``busy`` (sorted)."""
+    q = low
+    for lo, hi in busy:
+        if hi <= q or lo >= high:
+            continue
+        if lo >= q + a:
+            break
+        q = max(q, hi)
+    return q if q + a <= high else None
