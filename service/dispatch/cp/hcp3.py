@@ -11,7 +11,9 @@ with the allocator; a job that does not fit on the nodes waits for the next call
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -30,6 +32,25 @@ from service.dispatch.cp.search import (
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Diagnostics, Job, Snapshot, Start
+from service.dispatch.validate import decision_violations
+
+
+@dataclass(frozen=True, slots=True)
+class Formulation:
+    """A CP model ready to search: its decision variables, the hint (a complete solution
+    from a greedy plan, in the variables' order), its size, and the model's own data."""
+
+    model: cp_model.CpModel
+    variables: Sequence[cp_model.IntVar]
+    hint: list[int]
+    size: tuple[int, int, int]
+    """Variables, constraints, intervals."""
+    hint_note: str
+    payload: Any = None
+
+
+def hint_note(chosen: str, costs: dict[str, int]) -> str:
+    return f"hint: {chosen}; objectives {', '.join(f'{n} {c}' for n, c in costs.items())}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,47 +169,40 @@ class HCP3Dispatcher:
         self.clock = clock
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
+        """The steps every CP dispatcher shares; the model-specific ones are the hooks
+        ``_reduce``, ``_formulate`` and ``_extract``."""
         began = self.clock()
         heuristic = self.fallback.decide(snapshot, durations)
         prios = priorities(snapshot.queued, durations, snapshot.time)
         order = priority_order(snapshot.queued, prios, durations)
         guard = self._guard(snapshot, durations, order, prios)
-        prepared = prepare(
-            snapshot,
-            durations,
-            self.model,
-            order,
-            prios,
-            None if guard is None else (guard.job, guard.start_by),
-        )
+        protected = None if guard is None else (guard.job, guard.start_by)
+        prepared = prepare(snapshot, durations, self.model, order, prios, protected)
+        prepared, context = self._reduce(snapshot, prepared)
         notes = _reduction_notes(prepared, guard)
         if not prepared.jobs:
             empty = Diagnostics(self.name, "empty", notes=notes)
             return Decision((), planned={}, diagnostics=empty)
-        plans = candidate_plans(prepared, [s.job_id for s in heuristic.starts])
-        costs = {name: plan_objective(prepared, plan) for name, plan in plans.items()}
-        chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
-        hint = plans[chosen]
-        pooled = build_pooled_model(prepared)
+        formulation = self._formulate(snapshot, durations, prepared, context, heuristic)
         outcome = solve_with_restarts(
-            pooled.model,
-            pooled.starts,
-            [hint[j.job.id] for j in prepared.jobs],
+            formulation.model,
+            formulation.variables,
+            formulation.hint,
             self.search,
             self.clock,
             began,
         )
         notes += (
-            f"hint: {chosen}; objectives {', '.join(f'{n} {c}' for n, c in costs.items())}",
+            formulation.hint_note,
             f"search: {outcome.runs} run(s), objective {outcome.objective}; {outcome.stop}",
         )
         diagnostics = Diagnostics(
             dispatcher=self.name,
             solver_status=outcome.status,
             restarts=max(0, outcome.runs - 1),
-            model_variables=pooled.variables,
-            model_constraints=pooled.constraints,
-            model_intervals=pooled.intervals,
+            model_variables=formulation.size[0],
+            model_constraints=formulation.size[1],
+            model_intervals=formulation.size[2],
             notes=notes,
         )
         if outcome.status == "infeasible":
@@ -196,16 +210,63 @@ class HCP3Dispatcher:
             return Decision((), planned={}, diagnostics=diagnostics)
         if outcome.values is None:
             return self._fall_back(heuristic, diagnostics, outcome)
-        plan = {j.job.id: v for j, v in zip(prepared.jobs, outcome.values, strict=True)}
-        starts, postponed = allocate_now(snapshot, prepared, plan, self.allocator, guard)
-        if postponed:
-            notes += (f"{len(postponed)} job(s) planned now did not fit on the nodes",)
+        starts, plan, more = self._extract(
+            snapshot, prepared, context, formulation, outcome.values, guard
+        )
         unit, now = prepared.time_unit, prepared.time
-        return Decision(
+        decision = Decision(
             starts=tuple(starts),
             planned={job_id: now + s * unit for job_id, s in plan.items()},
-            diagnostics=replace(diagnostics, notes=notes),
+            diagnostics=replace(diagnostics, notes=(*notes, *more)),
         )
+        # Cheap independent check (ms): a model bug must never reach the cluster.
+        violations = decision_violations(snapshot, decision)
+        if violations:
+            bad = replace(diagnostics, notes=(*notes, f"invalid CP decision: {violations[:3]}"))
+            return self._fall_back(heuristic, bad, replace(outcome, status="invalid"))
+        return decision
+
+    # -- the model-specific steps ------------------------------------------------------
+
+    def _reduce(self, snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, Any]:
+        """Further reductions, and what ``_formulate``/``_extract`` need to share."""
+        return prepared, None
+
+    def _formulate(
+        self,
+        snapshot: Snapshot,
+        durations: Durations,
+        prepared: Prepared,
+        context: Any,
+        heuristic: Decision,
+    ) -> Formulation:
+        plans = candidate_plans(prepared, [s.job_id for s in heuristic.starts])
+        costs = {name: plan_objective(prepared, plan) for name, plan in plans.items()}
+        chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        pooled = build_pooled_model(prepared)
+        return Formulation(
+            model=pooled.model,
+            variables=pooled.starts,
+            hint=[plans[chosen][j.job.id] for j in prepared.jobs],
+            size=(pooled.variables, pooled.constraints, pooled.intervals),
+            hint_note=hint_note(chosen, costs),
+            payload=pooled,
+        )
+
+    def _extract(
+        self,
+        snapshot: Snapshot,
+        prepared: Prepared,
+        context: Any,
+        formulation: Formulation,
+        values: Sequence[int],
+        guard: Guard | None,
+    ) -> tuple[list[Start], dict[str, int], tuple[str, ...]]:
+        """Starts now, the plan (time units from ``t``) and notes, from the solution."""
+        plan = {j.job.id: v for j, v in zip(prepared.jobs, values, strict=True)}
+        starts, postponed = allocate_now(snapshot, prepared, plan, self.allocator, guard)
+        more = (f"{len(postponed)} job(s) planned now did not fit on the nodes",)
+        return starts, plan, more if postponed else ()
 
     def _guard(
         self, snapshot: Snapshot, durations: Durations, order: list[Job], prios: dict[str, float]

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 from ortools.sat.python import cp_model
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.cp.greedy import plan_objective
-from service.dispatch.cp.hcp3 import HCP3Dispatcher, _reduction_notes
+from service.dispatch.cp.guard import Guard
+from service.dispatch.cp.hcp3 import Formulation, HCP3Dispatcher, hint_note
 from service.dispatch.cp.pcp3_greedy import (
     Hosts,
     candidate_node_plans,
@@ -37,12 +39,11 @@ from service.dispatch.cp.pcp3_greedy import (
     nonzero,
     unit_demand,
 )
-from service.dispatch.cp.prepare import ModelConfig, Prepared, prepare, priorities, priority_order
-from service.dispatch.cp.search import Clock, SearchConfig, solve_with_restarts
+from service.dispatch.cp.prepare import ModelConfig, Prepared
+from service.dispatch.cp.search import Clock, SearchConfig
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
-from service.dispatch.problem import Decision, Diagnostics, Snapshot, Start
-from service.dispatch.validate import decision_violations
+from service.dispatch.problem import Decision, Snapshot, Start
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,69 +179,53 @@ class PCP3Dispatcher(HCP3Dispatcher):
         super().__init__(allocator, search, model, fallback=fallback, clock=clock)
         self.optional, self.pooled = optional, pooled
 
-    def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
-        began = self.clock()
-        heuristic = self.fallback.decide(snapshot, durations)
-        prios = priorities(snapshot.queued, durations, snapshot.time)
-        order = priority_order(snapshot.queued, prios, durations)
-        guard = self._guard(snapshot, durations, order, prios)
-        protected = None if guard is None else (guard.job, guard.start_by)
-        prepared = prepare(snapshot, durations, self.model, order, prios, protected)
-        prepared, hosts = hostable(snapshot, prepared)
-        notes = _reduction_notes(prepared, guard)
-        if not prepared.jobs:
-            return Decision(
-                (), planned={}, diagnostics=Diagnostics(self.name, "empty", notes=notes)
-            )
+    def _reduce(self, snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, Any]:
+        return hostable(snapshot, prepared)  # the context: the nodes that can host each job
+
+    def _formulate(
+        self,
+        snapshot: Snapshot,
+        durations: Durations,
+        prepared: Prepared,
+        context: Any,
+        heuristic: Decision,
+    ) -> Formulation:
+        hosts = context
         plans = candidate_node_plans(
             snapshot, durations, prepared, hosts, {s.job_id: s.allocation for s in heuristic.starts}
         )
         costs = {name: plan_objective(prepared, p.starts) for name, p in plans.items()}
         chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
-        hint = plans[chosen]
         built = build_node_model(
             snapshot, durations, prepared, hosts, optional=self.optional, pooled=self.pooled
         )
-        values = hint.values(prepared, hosts)  # in the order of decision_variables()
-        outcome = solve_with_restarts(
-            built.model, built.decision_variables(), values, self.search, self.clock, began
+        return Formulation(
+            model=built.model,
+            variables=built.decision_variables(),
+            hint=plans[chosen].values(prepared, hosts),  # in decision_variables() order
+            size=(built.variables, built.constraints, built.intervals),
+            hint_note=hint_note(chosen, costs),
+            payload=built,
         )
-        notes += (
-            f"hint: {chosen}; objectives {', '.join(f'{n} {c}' for n, c in costs.items())}",
-            f"search: {outcome.runs} run(s), objective {outcome.objective}; {outcome.stop}",
-        )
-        diagnostics = Diagnostics(
-            dispatcher=self.name,
-            solver_status=outcome.status,
-            restarts=max(0, outcome.runs - 1),
-            model_variables=built.variables,
-            model_constraints=built.constraints,
-            model_intervals=built.intervals,
-            notes=notes,
-        )
-        if outcome.status == "infeasible":
-            # SPEC §4 step 2: nothing starts from a proven-infeasible model; no fallback.
-            return Decision((), planned={}, diagnostics=diagnostics)
-        if outcome.values is None:
-            return self._fall_back(heuristic, diagnostics, outcome)
+
+    def _extract(
+        self,
+        snapshot: Snapshot,
+        prepared: Prepared,
+        context: Any,
+        formulation: Formulation,
+        values: Sequence[int],
+        guard: Guard | None,
+    ) -> tuple[list[Start], dict[str, int], tuple[str, ...]]:
         count = len(prepared.jobs)
-        plan = {j.job.id: v for j, v in zip(prepared.jobs, outcome.values[:count], strict=True)}
-        x_values = iter(outcome.values[count:])
-        allocations = [nonzero((n, next(x_values)) for n, _ in xs) for xs in built.units]
+        plan = {j.job.id: v for j, v in zip(prepared.jobs, values[:count], strict=True)}
+        x_values = iter(values[count:])
+        allocations = [
+            nonzero((n, next(x_values)) for n, _ in xs) for xs in formulation.payload.units
+        ]
         starts = [
             Start(j.job.id, a)
             for j, a in zip(prepared.jobs, allocations, strict=True)
             if plan[j.job.id] == 0
         ]
-        unit, now = prepared.time_unit, prepared.time
-        decision = Decision(
-            starts=tuple(starts),
-            planned={job_id: now + s * unit for job_id, s in plan.items()},
-            diagnostics=diagnostics,
-        )
-        # Cheap independent check (ms): a model bug must never reach the cluster.
-        violations = decision_violations(snapshot, decision)
-        if violations:
-            bad = replace(diagnostics, notes=(*notes, f"invalid CP decision: {violations[:3]}"))
-            return self._fall_back(heuristic, bad, replace(outcome, status="invalid"))
-        return decision
+        return starts, plan, ()
