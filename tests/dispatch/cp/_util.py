@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from service.dispatch import check_decision
+from hypothesis import strategies as st
+
+from service.dispatch import check_decision, make_dispatcher
 from service.dispatch.allocators import BestFit
 from service.dispatch.cp import HCP3Dispatcher, ModelConfig, SearchConfig
+from service.dispatch.cp.pcp3_greedy import candidate_node_plans, hostable
 from service.dispatch.cp.prepare import Prepared, prepare, priorities, priority_order
-from tests.factories import limits_as_durations
+from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
 # Reproducible runs: limited by deterministic time (short: the instances are tiny), with
 # the wall deadline far away.
@@ -67,3 +70,61 @@ def pooled_violations(prepared: Prepared, plan_units: dict[str, int]) -> list[st
             if a > prepared.capacity[k]:
                 problems.append(f"type {k} over capacity at {x}: {a}")
     return problems
+
+
+NOW = 6
+"""The dispatch time of the random instances."""
+
+
+@st.composite
+def small_instances(draw, *, max_nodes=4, max_running=3, min_queued=1, max_units=3):
+    """A random small snapshot at ``NOW``: 1–2 resource types, running jobs that fit their
+    node, queued jobs that each request something."""
+    types = draw(st.integers(1, 2))
+    resources = ("cpu", "gpu")[:types]
+    count = draw(st.integers(1, max_nodes))
+    caps = [tuple(draw(st.integers(2, 4)) for _ in range(types)) for _ in range(count)]
+    free = [list(c) for c in caps]
+    run = []
+    for i in range(draw(st.integers(0, max_running))):
+        node = draw(st.integers(0, count - 1))
+        unit = tuple(draw(st.integers(0, c)) for c in free[node])
+        if not any(unit):
+            continue
+        for r, a in enumerate(unit):
+            free[node][r] -= a
+        rj = job(f"r{i}", limit=draw(st.integers(1, 10)), unit=unit)
+        run.append(running(rj, draw(st.integers(0, NOW)), [(node, 1)]))
+    queue = []
+    for i in range(draw(st.integers(min_queued, 4))):
+        unit = tuple(draw(st.integers(0, 2)) for _ in range(types))
+        if not any(unit):
+            unit = (1, *unit[1:])
+        queue.append(
+            job(
+                f"q{i}",
+                submit=draw(st.integers(0, NOW)),
+                units=draw(st.integers(1, max_units)),
+                unit=unit,
+                limit=draw(st.integers(1, 4)),
+            )
+        )
+    return snapshot(NOW, nodes(*caps), run, queue, resources)
+
+
+def mixed_instance():
+    """Three nodes of two sizes with cpu and mem, one running job and eight queued jobs
+    of varied shapes; with the node-level greedy plans PCP3 and PCP'20 hint from."""
+    r = job("r", units=3, unit=(1, 2), limit=50)
+    machine = nodes((4, 8), (4, 8), (2, 4))
+    queue = [
+        job(f"q{i}", submit=i, units=1 + i % 3, unit=(1, 1 + i % 4), limit=10 + 7 * i)
+        for i in range(8)
+    ]
+    snap = snapshot(20, machine, [running(r, 0, [(0, 3)])], queue, resources=("cpu", "mem"))
+    durations = limits_as_durations(snap)
+    prepared, hosts = hostable(snap, prepared_of(snap))
+    easy = make_dispatcher("easy", "best-fit").decide(snap, durations)
+    seeded = {s.job_id: s.allocation for s in easy.starts}
+    plans = candidate_node_plans(snap, durations, prepared, hosts, seeded)
+    return snap, durations, prepared, hosts, plans

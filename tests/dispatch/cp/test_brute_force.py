@@ -1,15 +1,19 @@
 """CP-SAT's optimum of the pooled model against exhaustive enumeration on tiny instances."""
 
 from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
 
 from service.dispatch.cp import ModelConfig
 from service.dispatch.cp.greedy import candidate_plans, plan_objective
 from service.dispatch.cp.prepare import Prepared
-from tests.dispatch.cp._util import decide, hcp3, objective, pooled_violations, prepared_of
-from tests.factories import job, nodes, running, snapshot
-
-NOW = 6
+from tests.dispatch.cp._util import (
+    NOW,
+    decide,
+    hcp3,
+    objective,
+    pooled_violations,
+    prepared_of,
+    small_instances,
+)
 
 
 def brute_force_optimum(prepared: Prepared) -> int:
@@ -55,39 +59,8 @@ def brute_force_optimum(prepared: Prepared) -> int:
     return int(best[0])
 
 
-@st.composite
-def instances(draw):
-    types = draw(st.integers(1, 2))
-    resources = ("cpu", "gpu")[:types]
-    count = draw(st.integers(1, 2))
-    caps = [tuple(draw(st.integers(2, 4)) for _ in range(types)) for _ in range(count)]
-    machine = nodes(*caps)
-    free = [list(c) for c in caps]
-    run = []
-    for i in range(draw(st.integers(0, 2))):
-        node = draw(st.integers(0, count - 1))
-        unit = tuple(draw(st.integers(0, c)) for c in free[node])
-        if not any(unit):
-            continue
-        for r, a in enumerate(unit):
-            free[node][r] -= a
-        rj = job(f"r{i}", limit=draw(st.integers(1, 10)), unit=unit)
-        run.append(running(rj, draw(st.integers(0, NOW)), [(node, 1)]))
-    queue = []
-    for i in range(draw(st.integers(2, 4))):
-        unit = tuple(draw(st.integers(0, 2)) for _ in range(types))
-        if not any(unit):
-            unit = (1, *unit[1:])
-        queue.append(
-            job(
-                f"q{i}",
-                submit=draw(st.integers(0, NOW)),
-                units=draw(st.integers(1, 2)),
-                unit=unit,
-                limit=draw(st.integers(1, 4)),
-            )
-        )
-    return snapshot(NOW, machine, run, queue, resources)
+def instances():
+    return small_instances(max_nodes=2, max_running=2, min_queued=2, max_units=2)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

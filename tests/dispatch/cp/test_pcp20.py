@@ -10,7 +10,7 @@ from service.dispatch.cp import ModelConfig, SearchConfig
 from service.dispatch.cp.pcp3_greedy import candidate_node_plans, hostable
 from service.dispatch.cp.pcp20 import PCP20Dispatcher, position_plan
 from service.dispatch.cp.pcp20_model import build_position_model, layout, running_rects
-from tests.dispatch.cp._util import DETERMINISTIC, decide, objective, prepared_of
+from tests.dispatch.cp._util import DETERMINISTIC, decide, mixed_instance, objective, prepared_of
 from tests.dispatch.cp.test_pcp3 import NO_GUARD, fragmented, instances, pcp3
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
@@ -48,18 +48,8 @@ def test_positions_are_scaled_by_the_gcd():
 
 
 def test_the_position_hints_are_solutions_of_the_model():
-    r = job("r", units=3, unit=(1, 2), limit=50)
-    machine = nodes((4, 8), (4, 8), (2, 4))
-    queue = [
-        job(f"q{i}", submit=i, units=1 + i % 3, unit=(1, 1 + i % 4), limit=10 + 7 * i)
-        for i in range(8)
-    ]
-    snap = snapshot(20, machine, [running(r, 0, [(0, 3)])], queue, resources=("cpu", "mem"))
-    durations = limits_as_durations(snap)
-    prepared, hosts = hostable(snap, prepared_of(snap))
-    easy = make_dispatcher("easy", "best-fit").decide(snap, durations)
-    seeded = {s.job_id: s.allocation for s in easy.starts}
-    for plan in candidate_node_plans(snap, durations, prepared, hosts, seeded).values():
+    snap, durations, prepared, hosts, plans = mixed_instance()
+    for plan in plans.values():
         built = build_position_model(snap, durations, prepared, hosts)
         lay = layout(snap, prepared)
         held = running_rects(snap, durations, prepared, lay)

@@ -8,20 +8,21 @@ from service.dispatch import make_dispatcher
 from service.dispatch.allocators import BestFit
 from service.dispatch.cp import ModelConfig, SearchConfig
 from service.dispatch.cp.pcp3 import PCP3Dispatcher, build_node_model
-from service.dispatch.cp.pcp3_greedy import candidate_node_plans, hostable
 from tests.dispatch.cp._util import (
     DETERMINISTIC,
+    NOW,
     decide,
     hcp3,
+    mixed_instance,
     objective,
     pooled_violations,
     prepared_of,
+    small_instances,
     started,
 )
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
 NO_GUARD = ModelConfig(reserve_above=None)
-NOW = 6
 
 
 def pcp3(model=NO_GUARD, search=DETERMINISTIC, **kwargs):
@@ -72,18 +73,7 @@ def test_multi_unit_job_is_spread_over_nodes():
 
 
 def test_the_greedy_node_plans_are_solutions_of_the_model():
-    r = job("r", units=3, unit=(1, 2), limit=50)
-    machine = nodes((4, 8), (4, 8), (2, 4))
-    queue = [
-        job(f"q{i}", submit=i, units=1 + i % 3, unit=(1, 1 + i % 4), limit=10 + 7 * i)
-        for i in range(8)
-    ]
-    snap = snapshot(20, machine, [running(r, 0, [(0, 3)])], queue, resources=("cpu", "mem"))
-    durations = limits_as_durations(snap)
-    prepared, hosts = hostable(snap, prepared_of(snap))
-    easy = make_dispatcher("easy", "best-fit").decide(snap, durations)
-    seeded = {s.job_id: s.allocation for s in easy.starts}
-    plans = candidate_node_plans(snap, durations, prepared, hosts, seeded)
+    snap, durations, prepared, hosts, plans = mixed_instance()
     assert len(plans) == 3
     for plan in plans.values():
         built = build_node_model(snap, durations, prepared, hosts)
@@ -119,38 +109,8 @@ def test_past_the_deadline_the_fallback_decision_is_returned_and_marked():
     assert any("fallback" in n for n in d.notes)
 
 
-@st.composite
-def instances(draw, max_nodes=4):
-    types = draw(st.integers(1, 2))
-    resources = ("cpu", "gpu")[:types]
-    count = draw(st.integers(1, max_nodes))
-    caps = [tuple(draw(st.integers(2, 4)) for _ in range(types)) for _ in range(count)]
-    free = [list(c) for c in caps]
-    run = []
-    for i in range(draw(st.integers(0, 3))):
-        node = draw(st.integers(0, count - 1))
-        unit = tuple(draw(st.integers(0, c)) for c in free[node])
-        if not any(unit):
-            continue
-        for r, a in enumerate(unit):
-            free[node][r] -= a
-        rj = job(f"r{i}", limit=draw(st.integers(1, 10)), unit=unit)
-        run.append(running(rj, draw(st.integers(0, NOW)), [(node, 1)]))
-    queue = []
-    for i in range(draw(st.integers(1, 4))):
-        unit = tuple(draw(st.integers(0, 2)) for _ in range(types))
-        if not any(unit):
-            unit = (1, *unit[1:])
-        queue.append(
-            job(
-                f"q{i}",
-                submit=draw(st.integers(0, NOW)),
-                units=draw(st.integers(1, 3)),
-                unit=unit,
-                limit=draw(st.integers(1, 4)),
-            )
-        )
-    return snapshot(NOW, nodes(*caps), run, queue, resources)
+def instances(max_nodes=4):
+    return small_instances(max_nodes=max_nodes)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
