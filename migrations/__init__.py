@@ -1,0 +1,1 @@
+"""Alembic migrations of the service's database (``cpsched db upgrade``)."""

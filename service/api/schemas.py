@@ -1,0 +1,177 @@
+"""Wire schema v1: what the bridge, the replay driver and the service exchange.
+
+Only pydantic is imported here: the bridge runs on a controller host and must stay light.
+Resources are a mapping name → amount (any name: "cpu", "mem", "gpu", "gres/fpga"...);
+memory is in MiB, times are integer seconds since the epoch, durations are seconds.
+Job ids are strings (Slurm arrays are "123_4", PBS ids carry the server name).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
+
+API_VERSION = "v1"
+
+Name = Annotated[str, Field(min_length=1, max_length=256)]
+Amounts = dict[Annotated[str, Field(min_length=1, max_length=64)], NonNegativeInt]
+NodeState = Literal["up", "drain", "down", "reserved"]
+
+
+class WireModel(BaseModel):
+    # Unknown fields are refused: a typo in a bridge must not silently drop a constraint.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NodeIn(WireModel):
+    name: Name
+    resources: Amounts = Field(description="Capacity of each resource type on this node.")
+    state: NodeState = Field(
+        "up", description="Only 'up' nodes receive new jobs; running jobs keep their nodes."
+    )
+
+
+class JobIn(WireModel):
+    id: Name
+    user: str = ""
+    group: str = ""
+    name: str = ""
+    partition: str = ""
+    submit: NonNegativeInt
+    time_limit: PositiveInt = Field(description="Requested (or current) time limit, seconds.")
+    units: PositiveInt = Field(description="Identical units (tasks) the job asks for.")
+    per_unit: Amounts = Field(description="What one unit needs of each resource type.")
+
+    @model_validator(mode="after")
+    def _asks_for_something(self) -> JobIn:
+        if not any(self.per_unit.values()):
+            raise ValueError(f"job {self.id}: per_unit requests no resource at all")
+        return self
+
+
+class RunningJobIn(JobIn):
+    start: NonNegativeInt
+    allocation: dict[Name, PositiveInt] = Field(
+        description="Units of this job on each node, by node name."
+    )
+    extensions: NonNegativeInt = Field(0, description="Time-limit extensions granted so far.")
+
+    @model_validator(mode="after")
+    def _allocation_matches_units(self) -> RunningJobIn:
+        if sum(self.allocation.values()) != self.units:
+            raise ValueError(
+                f"running job {self.id}: allocation holds {sum(self.allocation.values())} "
+                f"units, the job has {self.units}"
+            )
+        return self
+
+
+class SnapshotIn(WireModel):
+    time: NonNegativeInt = Field(description="The cluster's clock; the service reads no other.")
+    nodes: list[NodeIn] = Field(max_length=200_000)
+    running: list[RunningJobIn] = Field(default_factory=list, max_length=1_000_000)
+    queued: list[JobIn] = Field(default_factory=list, max_length=1_000_000)
+
+
+class DispatchRequest(SnapshotIn):
+    dry_run: bool = Field(
+        False, description="Compute a decision but record nothing as applied (shadow mode)."
+    )
+
+
+class StartOut(WireModel):
+    job_id: str
+    allocation: dict[str, int] = Field(description="Units on each chosen node, by node name.")
+    predicted_run_time: int
+
+
+class ExtensionOut(WireModel):
+    job_id: str
+    new_time_limit: int = Field(description="New limit in seconds from the job's start.")
+    reason: str
+
+
+class RejectedJobOut(WireModel):
+    job_id: str
+    reason: str
+
+
+class DiagnosticsOut(WireModel):
+    dispatcher: str
+    solver_status: str
+    fallback: bool
+    restarts: int
+    wall_ms: float
+    model_variables: int = 0
+    model_constraints: int = 0
+    model_intervals: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+
+class DecisionOut(WireModel):
+    cluster: str
+    decision_id: int | None = Field(description="Audit row of this decision (None if dry run).")
+    time: int
+    dry_run: bool
+    starts: list[StartOut]
+    extensions: list[ExtensionOut]
+    planned: dict[str, int] | None = Field(
+        None, description="Planned start time of queued jobs, when the dispatcher plans."
+    )
+    rejected: list[RejectedJobOut] = Field(
+        default_factory=list,
+        description="Queued jobs left out of this decision, e.g. asking for a resource "
+        "type no node has; the rest of the queue is dispatched as usual.",
+    )
+    diagnostics: DiagnosticsOut
+
+
+JobEndState = Literal["completed", "failed", "cancelled", "timeout", "node_fail", "other"]
+
+
+class FinishedJobIn(JobIn):
+    start: NonNegativeInt
+    end: NonNegativeInt
+    state: JobEndState = "completed"
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> FinishedJobIn:
+        if self.end < self.start:
+            raise ValueError(f"job {self.id}: end {self.end} is before start {self.start}")
+        return self
+
+
+class FinishedBatch(WireModel):
+    jobs: list[FinishedJobIn] = Field(min_length=1, max_length=10_000)
+
+
+class FinishedAck(WireModel):
+    stored: int = Field(description="Jobs new to the service, now committed.")
+    duplicates: int = Field(description="Jobs the service already had (not counted twice).")
+
+
+class PendingReason(WireModel):
+    waits_for: dict[str, int] = Field(
+        description="Resources (per type) missing now for the job to start."
+    )
+    jobs_ahead: list[str] = Field(description="Queued jobs planned before it.")
+    planned_start: int | None
+
+
+class JobInfoOut(WireModel):
+    cluster: str
+    job_id: str
+    state: Literal["queued", "running", "finished", "unknown"]
+    user: str | None = None
+    submit: int | None = None
+    start: int | None = None
+    end: int | None = None
+    predicted_run_time: int | None = None
+    predictor: str | None = None
+    pending: PendingReason | None = None
+
+
+class ErrorOut(WireModel):
+    error: str = Field(description="Machine-readable error kind.")
+    detail: str = Field(description="What went wrong and what to do about it.")

@@ -1,0 +1,173 @@
+"""One cluster's live state in the service: its predictor, dispatchers and predictions.
+
+Durations follow the replay's rules exactly, so that a replay over HTTP gives the same
+decisions as one in process: a queued job keeps the prediction made when it was first
+seen; a started job is predicted again at its start and keeps that prediction while it
+runs, raised to its limit once the limit has been extended.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from predictor.base import FinishedJob, Predictor
+from predictor.correction import correction_policy
+from predictor.registry import make_predictor
+from service.api.schemas import FinishedJobIn
+from service.dispatch import Decision, Dispatcher, Job, Snapshot, make_dispatcher
+from service.dispatch.registry import CP_DISPATCHERS
+from service.settings import ClusterPolicy
+from service.store.history import Prediction
+
+log = logging.getLogger(__name__)
+
+CENSORED_STATES = frozenset({"timeout", "node_fail"})
+"""End states whose run time is not the job's real one: predictors must not learn them."""
+
+DEFAULT_CAP = 7 * 86400
+"""Cap of walltime extensions when the policy sets none (as the replay)."""
+
+
+def build_predictor(policy: ClusterPolicy) -> Predictor:
+    if policy.predictor == "adaboost":
+        # Retraining must never block a dispatch: fit in the background, predict with the
+        # previous model (or last-two) meanwhile.
+        return make_predictor("adaboost", background=True, retrain_every=policy.retrain_every)
+    return make_predictor(policy.predictor)
+
+
+def build_dispatchers(policy: ClusterPolicy) -> tuple[Dispatcher, Dispatcher]:
+    """The configured dispatcher and the heuristic answering when it cannot in time."""
+    correction = correction_policy(
+        policy.correction,
+        step=policy.correction_step,
+        lead=policy.correction_lead,
+        cap=policy.max_time_limit or DEFAULT_CAP,
+    )
+    search = None
+    if policy.dispatcher in CP_DISPATCHERS:
+        from service.dispatch.cp import SearchConfig
+
+        # The solver's own deadline is kept inside the request's, leaving time to parse,
+        # predict and commit the audit row.
+        search = SearchConfig(
+            initial_limit=policy.cp_limit_s,
+            max_limit=16 * policy.cp_limit_s,
+            deadline=policy.deadline_s * 0.8,
+            deterministic=policy.cp_deterministic,
+        )
+    dispatcher = make_dispatcher(
+        policy.dispatcher, policy.allocator, plan=True, correction=correction, search=search
+    )
+    fallback = make_dispatcher("easy", "best-fit", plan=False, correction=correction)
+    return dispatcher, fallback
+
+
+def core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
+    index = {name: r for r, name in enumerate(names)}
+    extra = [name for name in wire.per_unit if name not in index]
+    names = (*names, *extra)
+    request = tuple(wire.per_unit.get(name, 0) for name in names)
+    if not any(request):
+        request = (1, *request[1:]) if request else (1,)
+    return Job(
+        id=wire.id,
+        submit=wire.submit,
+        time_limit=max(wire.time_limit, 1),
+        units=wire.units,
+        unit_request=request,
+        user=wire.user,
+        group=wire.group,
+        name=wire.name,
+        queue=wire.partition,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Durations:
+    durations: dict[str, int]
+    new: list[Prediction]
+    """Predictions made by this call (to be stored)."""
+
+
+class ClusterRuntime:
+    def __init__(self, name: str, cluster_id: int, policy: ClusterPolicy) -> None:
+        self.name = name
+        self.cluster_id = cluster_id
+        self.policy = policy
+        self.predictor = build_predictor(policy)
+        self.dispatcher, self.fallback = build_dispatchers(policy)
+        self.lock = threading.Lock()
+        """Serialises this cluster's dispatches and predictor updates."""
+        self.resource_names: tuple[str, ...] = ("cpu", "mem")
+        self.queued_predictions: dict[str, int] = {}
+        self.start_predictions: dict[str, int] = {}
+        self.last_snapshot: Snapshot | None = None
+        self.last_decision: Decision | None = None
+        self.observed = 0
+
+    def durations(self, snapshot: Snapshot, stored_starts: dict[str, int]) -> Durations:
+        """Durations of every queued and running job, predicting those seen first now.
+
+        ``stored_starts`` are start predictions kept in the database, for running jobs
+        this process has not seen start (it restarted, or the job started elsewhere).
+        """
+        t = snapshot.time
+        name = self.predictor.name
+        durations: dict[str, int] = {}
+        new: list[Prediction] = []
+        starts = self.start_predictions
+        for rj in snapshot.running:
+            job_id = rj.job.id
+            d = starts.get(job_id)
+            if d is None:
+                d = stored_starts.get(job_id)
+                if d is None:
+                    d = self.predictor.predict(rj.job, rj.start)
+                    new.append(Prediction(job_id, "start", name, d, t))
+                starts[job_id] = d
+            durations[job_id] = max(d, rj.time_limit) if rj.extensions else d
+        queued = self.queued_predictions
+        for job in snapshot.queued:
+            d = queued.get(job.id)
+            if d is None:
+                d = self.predictor.predict(job, t)
+                queued[job.id] = d
+                new.append(Prediction(job.id, "queued", name, d, t))
+            durations[job.id] = d
+        return Durations(durations, new)
+
+    def predict_starts(self, snapshot: Snapshot, decision: Decision) -> dict[str, int]:
+        by_id = {job.id: job for job in snapshot.queued}
+        return {
+            s.job_id: self.predictor.predict(by_id[s.job_id], snapshot.time)
+            for s in decision.starts
+        }
+
+    def applied(self, snapshot: Snapshot, decision: Decision, predicted: dict[str, int]) -> None:
+        """Remember what this decision started; forget jobs no longer in the snapshot."""
+        self.start_predictions.update(predicted)
+        alive = {rj.job.id for rj in snapshot.running} | predicted.keys()
+        self.start_predictions = {k: v for k, v in self.start_predictions.items() if k in alive}
+        waiting = {job.id for job in snapshot.queued} - predicted.keys()
+        self.queued_predictions = {k: v for k, v in self.queued_predictions.items() if k in waiting}
+        self.last_snapshot = snapshot
+        self.last_decision = decision
+
+    def observe(self, jobs: Iterable[FinishedJobIn]) -> None:
+        """Teach the predictor jobs that finished (in end order; censored ones skipped)."""
+        for wire in sorted(jobs, key=lambda j: (j.end, j.start)):
+            if wire.state in CENSORED_STATES:
+                continue
+            self.predictor.observe(
+                FinishedJob(core_job(wire, self.resource_names), wire.start, wire.end)
+            )
+            self.observed += 1
+
+    def close(self) -> None:
+        close = getattr(self.predictor, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,221 @@
+"""Wire schema ⇄ dispatch-core types.
+
+A snapshot from a real workload manager is never quite tidy: nodes drain, a node may be
+over-committed, a user may ask for a resource no node has. The rules here keep one bad
+job or node from freezing the whole cluster:
+
+* a node that is not ``up`` keeps its running jobs but offers nothing new: its capacity
+  is taken as what its jobs use, so its free capacity is zero;
+* a node whose jobs use more than its capacity is taken as full (noted in diagnostics);
+* a queued job asking for a resource type no node has, or more than the whole machine
+  could ever give, is *rejected*: left out of the decision with the reason, while the
+  rest of the queue is dispatched.
+
+Inconsistencies that mean the snapshot itself is wrong (a node listed twice, a running
+job on an unknown node or using an unknown type, a job both queued and running) raise
+:class:`SnapshotError`: the API answers 422 with the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cpsched.errors import SnapshotError
+from service.api.schemas import (
+    DecisionOut,
+    DiagnosticsOut,
+    ExtensionOut,
+    JobIn,
+    RejectedJobOut,
+    SnapshotIn,
+    StartOut,
+)
+from service.dispatch import Decision, Job, Node, RunningJob, Snapshot
+from service.dispatch.capacity import units_fitting
+
+
+@dataclass(slots=True)
+class Translated:
+    snapshot: Snapshot
+    rejected: list[RejectedJobOut] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+CANONICAL_FIRST = ("cpu", "mem")
+"""Resource types that, when present, come first: predictors read cores at index 0 and
+memory at index 1, whatever order a bridge lists a node's resources in."""
+
+
+def resource_names(nodes: Sequence[Mapping[str, int]]) -> tuple[str, ...]:
+    """Every type some node has: ``cpu``, ``mem``, then the others as first listed."""
+    seen: dict[str, None] = {}
+    for resources in nodes:
+        seen.update(dict.fromkeys(resources))
+    first = [name for name in CANONICAL_FIRST if name in seen]
+    return (*first, *(name for name in seen if name not in CANONICAL_FIRST))
+
+
+def _amounts(owner: str, per_unit: Mapping[str, int], index: Mapping[str, int]) -> tuple[int, ...]:
+    amounts = [0] * len(index)
+    for name, amount in per_unit.items():
+        if amount:
+            if name not in index:
+                raise SnapshotError(
+                    f"{owner} asks for resource type {name!r}, which no node has "
+                    f"(known types: {', '.join(index) or 'none'})"
+                )
+            amounts[index[name]] = amount
+    return tuple(amounts)
+
+
+def _job(wire: JobIn, unit_request: tuple[int, ...]) -> Job:
+    return Job(
+        id=wire.id,
+        submit=wire.submit,
+        time_limit=wire.time_limit,
+        units=wire.units,
+        unit_request=unit_request,
+        user=wire.user,
+        group=wire.group,
+        name=wire.name,
+        queue=wire.partition,
+    )
+
+
+def to_snapshot(wire: SnapshotIn) -> Translated:
+    names = resource_names([n.resources for n in wire.nodes])
+    index = {name: r for r, name in enumerate(names)}
+    node_index: dict[str, int] = {}
+    for i, node in enumerate(wire.nodes):
+        if node.name in node_index:
+            raise SnapshotError(f"node {node.name!r} is listed twice; send each node once")
+        node_index[node.name] = i
+
+    used = [[0] * len(names) for _ in wire.nodes]
+    running: list[RunningJob] = []
+    seen: set[str] = set()
+    for rj in wire.running:
+        if rj.id in seen:
+            raise SnapshotError(f"running job {rj.id!r} is listed twice")
+        seen.add(rj.id)
+        unit_request = _amounts(f"running job {rj.id!r}", rj.per_unit, index)
+        allocation = []
+        for node_name, units in rj.allocation.items():
+            if node_name not in node_index:
+                raise SnapshotError(
+                    f"running job {rj.id!r} is allocated to node {node_name!r}, which is not "
+                    "in the snapshot's node list; send every node that runs a job"
+                )
+            node = node_index[node_name]
+            allocation.append((node, units))
+            row = used[node]
+            for r, amount in enumerate(unit_request):
+                row[r] += units * amount
+        running.append(
+            RunningJob(
+                _job(rj, unit_request), rj.start, rj.time_limit, tuple(allocation), rj.extensions
+            )
+        )
+
+    rejected: list[RejectedJobOut] = []
+    notes: list[str] = []
+    nodes: list[Node] = []
+    for node, row in zip(wire.nodes, used, strict=True):
+        capacity = tuple(node.resources.get(name, 0) for name in names)
+        if node.state != "up":
+            capacity = tuple(row)
+        elif any(u > c for u, c in zip(row, capacity, strict=True)):
+            notes.append(f"node {node.name} is over-committed; treated as full")
+            capacity = tuple(max(u, c) for u, c in zip(row, capacity, strict=True))
+        nodes.append(Node(node.name, capacity))
+
+    nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
+    queued: list[Job] = []
+    for wj in wire.queued:
+        if wj.id in seen:
+            raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
+        seen.add(wj.id)
+        try:
+            job = _job(wj, _amounts(f"job {wj.id!r}", wj.per_unit, index))
+        except SnapshotError as exc:
+            rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
+            continue
+        if sum(units_fitting(row, job.wanted) for row in nominal) < job.units:
+            rejected.append(
+                RejectedJobOut(
+                    job_id=wj.id,
+                    reason=f"job {wj.id!r} needs more than the whole cluster has even when "
+                    "idle; it can never start: resize or cancel it",
+                )
+            )
+            continue
+        queued.append(job)
+
+    free = []
+    for node, row in zip(nodes, used, strict=True):
+        free.append(tuple(c - u for c, u in zip(node.capacity, row, strict=True)))
+    zeros = tuple(0 for _ in names)
+    snapshot = Snapshot(
+        time=wire.time,
+        resource_names=names,
+        nodes=tuple(nodes),
+        running=tuple(running),
+        # Stable sort: equal submit times keep the order the bridge sent.
+        queued=tuple(sorted(queued, key=lambda job: job.submit)),
+        free=tuple(free),
+        free_total=tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros,
+        capacity_total=(
+            tuple(sum(col) for col in zip(*(n.capacity for n in nodes), strict=True))
+            if nodes
+            else zeros
+        ),
+    )
+    return Translated(snapshot, rejected, notes)
+
+
+def to_decision_out(
+    *,
+    cluster: str,
+    snapshot: Snapshot,
+    decision: Decision,
+    predicted: Mapping[str, int],
+    rejected: list[RejectedJobOut],
+    notes: list[str],
+    wall_ms: float,
+    dry_run: bool,
+    decision_id: int | None,
+) -> DecisionOut:
+    node_names = [node.name for node in snapshot.nodes]
+    d = decision.diagnostics
+    return DecisionOut(
+        cluster=cluster,
+        decision_id=decision_id,
+        time=snapshot.time,
+        dry_run=dry_run,
+        starts=[
+            StartOut(
+                job_id=s.job_id,
+                allocation={node_names[node]: units for node, units in s.allocation},
+                predicted_run_time=predicted[s.job_id],
+            )
+            for s in decision.starts
+        ],
+        extensions=[
+            ExtensionOut(job_id=e.job_id, new_time_limit=e.new_limit, reason=e.reason)
+            for e in decision.extensions
+        ],
+        planned=dict(decision.planned) if decision.planned is not None else None,
+        rejected=rejected,
+        diagnostics=DiagnosticsOut(
+            dispatcher=d.dispatcher,
+            solver_status=d.solver_status,
+            fallback=d.fallback,
+            restarts=d.restarts,
+            wall_ms=round(wall_ms, 3),
+            model_variables=d.model_variables,
+            model_constraints=d.model_constraints,
+            model_intervals=d.model_intervals,
+            notes=[*notes, *d.notes],
+        ),
+    )

@@ -1,0 +1,84 @@
+"""Prometheus metrics of one service instance (its own registry, so that tests can run
+several apps in one process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
+_ERROR_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 172800)
+
+
+class ServiceMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.dispatch_seconds = Histogram(
+            "cpsched_dispatch_seconds",
+            "Whole dispatch request: parsing, predictions, solve, audit commit.",
+            ["cluster"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.solve_seconds = Histogram(
+            "cpsched_solve_seconds",
+            "The dispatcher's decide() alone.",
+            ["cluster", "dispatcher"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.fallbacks = Counter(
+            "cpsched_dispatch_fallbacks_total",
+            "Decisions answered by the fallback heuristic.",
+            ["cluster", "reason"],
+            registry=r,
+        )
+        self.solver_status = Counter(
+            "cpsched_solver_status_total",
+            "Dispatch calls by solver status.",
+            ["cluster", "status"],
+            registry=r,
+        )
+        self.queued = Gauge(
+            "cpsched_queued_jobs", "Queued jobs in the latest snapshot.", ["cluster"], registry=r
+        )
+        self.running = Gauge(
+            "cpsched_running_jobs", "Running jobs in the latest snapshot.", ["cluster"], registry=r
+        )
+        self.started = Counter(
+            "cpsched_jobs_started_total",
+            "Start directives returned (dry runs excluded).",
+            ["cluster"],
+            registry=r,
+        )
+        self.extensions = Counter(
+            "cpsched_extensions_total",
+            "Time-limit extension directives returned (dry runs excluded).",
+            ["cluster"],
+            registry=r,
+        )
+        self.rejected_jobs = Counter(
+            "cpsched_rejected_jobs_total",
+            "Queued jobs left out of a decision (unknown resource type, too big...).",
+            ["cluster"],
+            registry=r,
+        )
+        self.finished = Counter(
+            "cpsched_finished_jobs_total",
+            "Finished jobs received, by outcome (stored or duplicate).",
+            ["cluster", "outcome"],
+            registry=r,
+        )
+        self.prediction_error = Histogram(
+            "cpsched_prediction_abs_error_seconds",
+            "|real - predicted at start| of finished jobs.",
+            ["cluster", "predictor"],
+            buckets=_ERROR_BUCKETS,
+            registry=r,
+        )
+        self.bad_requests = Counter(
+            "cpsched_bad_requests_total",
+            "Requests refused, by HTTP status.",
+            ["status"],
+            registry=r,
+        )

@@ -1,0 +1,343 @@
+"""Dispatch orchestration: per-cluster serialisation, the deadline, fallback, audit.
+
+Endpoints call these methods from FastAPI's thread pool, never on the event loop. The
+dispatcher's ``decide`` runs in a worker thread; when it has not answered by the
+cluster's deadline, the fallback heuristic answers instead and the late result is
+dropped (``decide`` is pure, so an abandoned solve harms nothing but a core's time).
+A decision is returned only after its audit row is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.api.schemas import (
+    DecisionOut,
+    DispatchRequest,
+    FinishedAck,
+    FinishedBatch,
+    FinishedJobIn,
+    JobInfoOut,
+    PendingReason,
+)
+from service.cluster import ClusterRuntime
+from service.convert import to_decision_out, to_snapshot
+from service.dispatch import Decision, Snapshot, decision_violations
+from service.dispatch.durations import Durations
+from service.metrics import ServiceMetrics
+from service.settings import ServiceSettings
+from service.store import history
+from service.store.models import DecisionRow, FinishedJobRow
+
+log = logging.getLogger(__name__)
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        sessions: sessionmaker[Session],
+        metrics: ServiceMetrics,
+        *,
+        workers: int = 4,
+    ) -> None:
+        self.settings = settings
+        self.sessions = sessions
+        self.metrics = metrics
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solve")
+        self._runtimes: dict[str, ClusterRuntime] = {}
+        self._runtimes_lock = threading.Lock()
+
+    # -- clusters ---------------------------------------------------------------------
+
+    def runtime(self, cluster: str) -> ClusterRuntime:
+        """The cluster's runtime, its predictor rebuilt from the stored history on first use."""
+        with self._runtimes_lock:
+            found = self._runtimes.get(cluster)
+            if found is not None:
+                return found
+            with self.sessions.begin() as session:
+                cluster_id = history.cluster_id(session, cluster)
+            runtime = ClusterRuntime(cluster, cluster_id, self.settings.policy(cluster))
+            began = time.perf_counter()
+            with self.sessions() as session:
+                rows = history.history(session, cluster_id)
+                runtime.observe(_wire(row) for row in rows)
+            if runtime.observed:
+                log.info(
+                    "cluster %s: predictor rebuilt from %d finished jobs in %.2f s",
+                    cluster,
+                    runtime.observed,
+                    time.perf_counter() - began,
+                )
+            self._runtimes[cluster] = runtime
+            return runtime
+
+    def warm_up(self) -> None:
+        """Rebuild every stored cluster's predictor now rather than on its first request."""
+        from sqlalchemy import select
+
+        from service.store.models import Cluster
+
+        with self.sessions() as session:
+            names = list(session.scalars(select(Cluster.name)))
+        for name in names:
+            self.runtime(name)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for runtime in self._runtimes.values():
+            runtime.close()
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def dispatch(self, cluster: str, request: DispatchRequest, digest: str) -> DecisionOut:
+        began = time.perf_counter()
+        runtime = self.runtime(cluster)
+        translated = to_snapshot(request)  # SnapshotError → 422, before any state changes
+        snapshot = translated.snapshot
+        with runtime.lock:
+            runtime.resource_names = snapshot.resource_names
+            with self.sessions() as session:
+                stored = history.start_predictions(
+                    session,
+                    runtime.cluster_id,
+                    [
+                        rj.job.id
+                        for rj in snapshot.running
+                        if rj.job.id not in runtime.start_predictions
+                    ],
+                )
+            durations = runtime.durations(snapshot, stored)
+            deadline = began + runtime.policy.deadline_s
+            decision, solve_s = self._decide(runtime, snapshot, durations.durations, deadline)
+            predicted = runtime.predict_starts(snapshot, decision)
+            runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
+            wall_ms = (time.perf_counter() - began) * 1000.0
+            answer = to_decision_out(
+                cluster=cluster,
+                snapshot=snapshot,
+                decision=decision,
+                predicted=predicted,
+                rejected=translated.rejected,
+                notes=translated.notes,
+                wall_ms=wall_ms,
+                dry_run=request.dry_run,
+                decision_id=None,
+            )
+            with self.sessions.begin() as session:
+                new = list(durations.new)
+                if not request.dry_run:
+                    new.extend(
+                        history.Prediction(
+                            job_id, "start", runtime.predictor.name, d, snapshot.time
+                        )
+                        for job_id, d in predicted.items()
+                    )
+                history.record_predictions(session, runtime.cluster_id, new)
+                decision_id = history.record_decision(
+                    session,
+                    DecisionRow(
+                        cluster_id=runtime.cluster_id,
+                        snapshot_time=snapshot.time,
+                        snapshot_digest=digest,
+                        dry_run=request.dry_run,
+                        queued=len(request.queued),
+                        running=len(request.running),
+                        starts=[s.model_dump() for s in answer.starts],
+                        extensions=[e.model_dump() for e in answer.extensions],
+                        diagnostics={
+                            **answer.diagnostics.model_dump(),
+                            "rejected": [r.model_dump() for r in answer.rejected],
+                        },
+                        wall_ms=wall_ms,
+                        snapshot=(
+                            request.model_dump(mode="json")
+                            if self.settings.audit_snapshots
+                            else None
+                        ),
+                    ),
+                )
+        self._count(cluster, snapshot, answer, solve_s, time.perf_counter() - began)
+        return answer.model_copy(update={"decision_id": decision_id})
+
+    def _decide(
+        self,
+        runtime: ClusterRuntime,
+        snapshot: Snapshot,
+        durations: Durations,
+        deadline: float,
+    ) -> tuple[Decision, float]:
+        began = time.perf_counter()
+        future = self.executor.submit(runtime.dispatcher.decide, snapshot, durations)
+        reason: str
+        try:
+            decision = future.result(timeout=max(0.0, deadline - began))
+            solve_s = time.perf_counter() - began
+            violations = decision_violations(snapshot, decision)
+            if not violations:
+                return decision, solve_s
+            reason = "invalid"
+            log.error(
+                "cluster %s: %s gave an invalid decision, answering with the fallback: %s",
+                runtime.name,
+                runtime.dispatcher.name,
+                "; ".join(violations[:5]),
+            )
+        except FutureTimeout:
+            reason = "deadline"
+            log.warning(
+                "cluster %s: %s missed the %.2f s deadline; answering with the fallback",
+                runtime.name,
+                runtime.dispatcher.name,
+                runtime.policy.deadline_s,
+            )
+        except Exception:
+            # A dispatcher bug must not leave a production queue without an answer.
+            reason = "error"
+            incident = uuid.uuid4().hex[:12]
+            log.exception("cluster %s: dispatcher failed (incident %s)", runtime.name, incident)
+        fallback = runtime.fallback.decide(snapshot, durations)
+        solve_s = time.perf_counter() - began
+        self.metrics.fallbacks.labels(runtime.name, reason).inc()
+        diagnostics = replace(
+            fallback.diagnostics,
+            fallback=True,
+            solver_status=reason,
+            notes=(
+                *fallback.diagnostics.notes,
+                f"{runtime.dispatcher.name}: {reason}; answered by {runtime.fallback.name}",
+            ),
+        )
+        return replace(fallback, diagnostics=diagnostics), solve_s
+
+    def _count(
+        self, cluster: str, snapshot: Snapshot, answer: DecisionOut, solve_s: float, total_s: float
+    ) -> None:
+        m = self.metrics
+        d = answer.diagnostics
+        m.dispatch_seconds.labels(cluster).observe(total_s)
+        m.solve_seconds.labels(cluster, d.dispatcher).observe(solve_s)
+        m.solver_status.labels(cluster, d.solver_status).inc()
+        if d.fallback and d.solver_status not in {"deadline", "invalid", "error"}:
+            # The CP dispatchers' own fallback (no solution in time), counted here too.
+            m.fallbacks.labels(cluster, "solver").inc()
+        m.queued.labels(cluster).set(len(snapshot.queued))
+        m.running.labels(cluster).set(len(snapshot.running))
+        m.rejected_jobs.labels(cluster).inc(len(answer.rejected))
+        if not answer.dry_run:
+            m.started.labels(cluster).inc(len(answer.starts))
+            m.extensions.labels(cluster).inc(len(answer.extensions))
+
+    # -- finished jobs ----------------------------------------------------------------
+
+    def finished(self, cluster: str, batch: FinishedBatch) -> FinishedAck:
+        runtime = self.runtime(cluster)
+        with runtime.lock:
+            with self.sessions.begin() as session:
+                stored = history.store_finished(session, runtime.cluster_id, batch.jobs)
+            # Committed: now (and only now) the predictor may learn from them.
+            for job in stored.new:
+                predicted = runtime.start_predictions.get(job.id)
+                if predicted is not None:
+                    self.metrics.prediction_error.labels(cluster, runtime.predictor.name).observe(
+                        abs(job.end - job.start - predicted)
+                    )
+            runtime.observe(stored.new)
+        self.metrics.finished.labels(cluster, "stored").inc(len(stored.new))
+        self.metrics.finished.labels(cluster, "duplicate").inc(stored.duplicates)
+        return FinishedAck(stored=len(stored.new), duplicates=stored.duplicates)
+
+    # -- what the service knows of a job ----------------------------------------------
+
+    def job_info(self, cluster: str, job_id: str) -> JobInfoOut:
+        runtime = self.runtime(cluster)
+        with self.sessions() as session:
+            done = history.finished_job(session, runtime.cluster_id, job_id)
+            predictions = history.predictions_of(session, runtime.cluster_id, job_id)
+        latest = predictions[-1] if predictions else None
+        base = {
+            "cluster": cluster,
+            "job_id": job_id,
+            "predicted_run_time": latest.predicted if latest else None,
+            "predictor": latest.predictor if latest else None,
+        }
+        if done is not None:
+            return JobInfoOut(
+                **base,
+                state="finished",
+                user=done.user_name,
+                submit=done.submit_time,
+                start=done.start_time,
+                end=done.end_time,
+            )
+        with runtime.lock:
+            snapshot, decision = runtime.last_snapshot, runtime.last_decision
+        if snapshot is not None:
+            for rj in snapshot.running:
+                if rj.job.id == job_id:
+                    return JobInfoOut(
+                        **base,
+                        state="running",
+                        user=rj.job.user,
+                        submit=rj.job.submit,
+                        start=rj.start,
+                    )
+            for position, job in enumerate(snapshot.queued):
+                if job.id == job_id:
+                    return JobInfoOut(
+                        **base,
+                        state="queued",
+                        user=job.user,
+                        submit=job.submit,
+                        pending=_pending(snapshot, decision, position),
+                    )
+        return JobInfoOut(**base, state="unknown")
+
+
+def _pending(snapshot: Snapshot, decision: Decision | None, position: int) -> PendingReason:
+    """Why a queued job is not running: what it lacks now, and who goes before it."""
+    job = snapshot.queued[position]
+    missing = {
+        name: need - free
+        for name, need, free in zip(
+            snapshot.resource_names, job.request, snapshot.free_total, strict=True
+        )
+        if need > free
+    }
+    planned = dict(decision.planned) if decision is not None and decision.planned else {}
+    mine = planned.get(job.id)
+    if mine is not None:
+        ahead = [
+            other.id
+            for other in snapshot.queued
+            if other.id != job.id and planned.get(other.id, mine + 1) <= mine
+        ]
+    else:
+        ahead = [other.id for other in snapshot.queued[:position]]
+    return PendingReason(waits_for=missing, jobs_ahead=ahead, planned_start=mine)
+
+
+def _wire(row: FinishedJobRow) -> FinishedJobIn:
+    return FinishedJobIn(
+        id=row.job_id,
+        user=row.user_name,
+        group=row.group_name,
+        name=row.job_name,
+        partition=row.partition,
+        submit=row.submit_time,
+        time_limit=max(row.time_limit, 1),
+        units=row.units,
+        per_unit=row.per_unit,
+        start=row.start_time,
+        end=row.end_time,
+        state=row.state,
+    )

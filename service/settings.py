@@ -1,0 +1,124 @@
+"""Service configuration: a TOML file plus ``CPSCHED_*`` environment variables.
+
+Environment variables win over the file (``CPSCHED_DATABASE_URL``,
+``CPSCHED_UPGRADE_ON_START``, ``CPSCHED_TOKENS`` as JSON...), so a container can keep
+its secrets out of the file. Every option and its default is listed in the README.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from cpsched.errors import ConfigError
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClusterPolicy(StrictModel):
+    """How one cluster is dispatched. ``[defaults]`` applies to every cluster that has no
+    ``[clusters.NAME]`` table; such a table overrides only the keys it sets."""
+
+    dispatcher: str = "easy"
+    allocator: str = "best-fit"
+    predictor: str = "last-two"
+    correction: Literal["off", "simple", "power"] = "off"
+    correction_step: int = Field(3600, ge=1)
+    correction_lead: int = Field(60, ge=0)
+    max_time_limit: int | None = Field(
+        None, ge=1, description="Cap of walltime extensions (the partition maximum), seconds."
+    )
+    deadline_s: float = Field(2.0, gt=0, le=600)
+    cp_limit_s: float = Field(1.0, gt=0)
+    cp_deterministic: bool = False
+    retrain_every: int = Field(1000, ge=1, description="AdaBoost: completions per retrain.")
+
+
+class TokenConfig(StrictModel):
+    name: str = Field(min_length=1)
+    secret: SecretStr
+    clusters: list[str] = Field(default_factory=lambda: ["*"])
+    """Clusters this token may write to; ``*`` is every cluster."""
+
+    @model_validator(mode="after")
+    def _long_enough(self) -> TokenConfig:
+        if len(self.secret.get_secret_value()) < 8:
+            raise ValueError(f"token {self.name!r}: the secret must be at least 8 characters")
+        return self
+
+    def allows(self, cluster: str) -> bool:
+        return "*" in self.clusters or cluster in self.clusters
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CPSCHED_", extra="forbid")
+
+    database_url: str = "sqlite:///cpsched.db"
+    upgrade_on_start: bool = False
+    """Apply pending migrations at start; otherwise an out-of-date schema stops the start."""
+    max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    defaults: ClusterPolicy = Field(default_factory=ClusterPolicy)
+    clusters: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per-cluster overrides of ``defaults`` (validated by :meth:`policy`)."""
+    audit_snapshots: bool = False
+    """Keep each dispatched snapshot in the audit trail, not only its digest (large)."""
+    log_level: str = "WARNING"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The file's values arrive as init arguments; the environment overrides them.
+        return env_settings, init_settings
+
+    @model_validator(mode="after")
+    def _check_clusters(self) -> ServiceSettings:
+        for name in self.clusters:
+            self.policy(name)
+        names = [t.name for t in self.tokens]
+        if len(set(names)) != len(names):
+            raise ValueError("token names must be unique")
+        return self
+
+    def policy(self, cluster: str) -> ClusterPolicy:
+        overrides = self.clusters.get(cluster, {})
+        try:
+            return ClusterPolicy.model_validate({**self.defaults.model_dump(), **overrides})
+        except ValidationError as exc:
+            raise ValueError(f"[clusters.{cluster}]: {exc}") from None
+
+
+def load_settings(path: Path | None = None, **overrides: Any) -> ServiceSettings:
+    """Settings from ``path`` (TOML), the environment and ``overrides`` (command line)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return ServiceSettings(**data)
+    except ValidationError as exc:
+        where = f"config {path}" if path else "configuration"
+        raise ConfigError(f"{where}: {_explain(exc)}") from None
+
+
+def _explain(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()
+    )

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy models, the engine, and the queries the service makes."""

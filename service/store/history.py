@@ -1,0 +1,165 @@
+"""The queries the service makes: clusters, finished jobs, predictions, audit rows.
+
+Every function takes an open session and leaves committing to the caller, so that one
+request is one transaction: a batch of finished jobs is stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from service.api.schemas import FinishedJobIn
+from service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
+
+
+def _insert_ignoring_duplicates(session: Session, table: type, rows: list[dict[str, Any]]) -> None:
+    # ON CONFLICT DO NOTHING: a concurrent writer of the same key is not an error.
+    dialect = session.get_bind().dialect.name
+    module = postgresql if dialect == "postgresql" else sqlite
+    statement: Insert = module.insert(table).values(rows).on_conflict_do_nothing()
+    session.execute(statement)
+
+
+def cluster_id(session: Session, name: str) -> int:
+    """The id of cluster ``name``, created on first use."""
+    found = session.scalar(select(Cluster.id).where(Cluster.name == name))
+    if found is not None:
+        return found
+    _insert_ignoring_duplicates(session, Cluster, [{"name": name}])
+    return session.scalar(select(Cluster.id).where(Cluster.name == name))  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    new: list[FinishedJobIn]
+    """The jobs this call stored, in the order given (duplicates left out)."""
+    duplicates: int
+
+
+def store_finished(session: Session, cluster: int, jobs: Sequence[FinishedJobIn]) -> Stored:
+    """Store the jobs not already known; a job seen before (or twice in ``jobs``) is
+    counted as a duplicate and not stored again."""
+    unique: dict[str, FinishedJobIn] = {}
+    for job in jobs:
+        unique.setdefault(job.id, job)
+    known = set(
+        session.scalars(
+            select(FinishedJobRow.job_id).where(
+                FinishedJobRow.cluster_id == cluster, FinishedJobRow.job_id.in_(list(unique))
+            )
+        )
+    )
+    new = [job for job_id, job in unique.items() if job_id not in known]
+    if new:
+        try:
+            with session.begin_nested():
+                session.add_all(_row(cluster, job) for job in new)
+        except IntegrityError:
+            # A concurrent request stored some of them first: keep only what is ours.
+            return store_finished(session, cluster, jobs)
+        for job in new:
+            session.execute(
+                update(PredictionRow)
+                .where(PredictionRow.cluster_id == cluster, PredictionRow.job_id == job.id)
+                .values(actual=job.end - job.start)
+            )
+    return Stored(new=new, duplicates=len(jobs) - len(new))
+
+
+def _row(cluster: int, job: FinishedJobIn) -> FinishedJobRow:
+    return FinishedJobRow(
+        cluster_id=cluster,
+        job_id=job.id,
+        user_name=job.user,
+        group_name=job.group,
+        job_name=job.name,
+        partition=job.partition,
+        submit_time=job.submit,
+        start_time=job.start,
+        end_time=job.end,
+        time_limit=job.time_limit,
+        units=job.units,
+        per_unit=dict(job.per_unit),
+        state=job.state,
+    )
+
+
+def history(session: Session, cluster: int, batch: int = 5000) -> Iterator[FinishedJobRow]:
+    """Every finished job of ``cluster`` in the order they ended (for predictor rebuilds)."""
+    query = (
+        select(FinishedJobRow)
+        .where(FinishedJobRow.cluster_id == cluster)
+        .order_by(FinishedJobRow.end_time, FinishedJobRow.id)
+        .execution_options(yield_per=batch)
+    )
+    yield from session.scalars(query)
+
+
+def finished_job(session: Session, cluster: int, job_id: str) -> FinishedJobRow | None:
+    return session.scalar(
+        select(FinishedJobRow).where(
+            FinishedJobRow.cluster_id == cluster, FinishedJobRow.job_id == job_id
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    job_id: str
+    kind: str
+    predictor: str
+    predicted: int
+    made_at: int
+
+
+def record_predictions(session: Session, cluster: int, predictions: Iterable[Prediction]) -> None:
+    rows = [
+        {
+            "cluster_id": cluster,
+            "job_id": p.job_id,
+            "kind": p.kind,
+            "predictor": p.predictor,
+            "predicted": p.predicted,
+            "made_at": p.made_at,
+        }
+        for p in predictions
+    ]
+    if rows:
+        _insert_ignoring_duplicates(session, PredictionRow, rows)
+
+
+def predictions_of(session: Session, cluster: int, job_id: str) -> list[PredictionRow]:
+    return list(
+        session.scalars(
+            select(PredictionRow)
+            .where(PredictionRow.cluster_id == cluster, PredictionRow.job_id == job_id)
+            .order_by(PredictionRow.id)
+        )
+    )
+
+
+def start_predictions(session: Session, cluster: int, job_ids: Sequence[str]) -> dict[str, int]:
+    """Predictions made when these jobs started (to rebuild durations after a restart)."""
+    if not job_ids:
+        return {}
+    rows = session.execute(
+        select(PredictionRow.job_id, PredictionRow.predicted).where(
+            PredictionRow.cluster_id == cluster,
+            PredictionRow.kind == "start",
+            PredictionRow.job_id.in_(list(job_ids)),
+        )
+    )
+    return {job_id: predicted for job_id, predicted in rows}
+
+
+def record_decision(session: Session, row: DecisionRow) -> int:
+    session.add(row)
+    session.flush()
+    return row.id

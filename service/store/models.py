@@ -1,0 +1,109 @@
+"""Tables: job history (the predictors' memory), predictions, and the decision audit.
+
+A job is identified by (cluster, job id) everywhere; the unique constraint on that pair
+is what makes finished-job ingestion idempotent under retries and concurrent posts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only auto-increments INTEGER PRIMARY KEY columns; PostgreSQL gets a BIGINT.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict: JSON, list: JSON}  # noqa: RUF012 (SQLAlchemy reads it once)
+
+
+class Cluster(Base):
+    __tablename__ = "clusters"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class FinishedJobRow(Base):
+    """One finished job, as the workload manager reported it."""
+
+    __tablename__ = "finished_jobs"
+    __table_args__ = (
+        UniqueConstraint("cluster_id", "job_id", name="uq_finished_jobs_cluster_job"),
+        Index("ix_finished_jobs_cluster_end", "cluster_id", "end_time", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
+    job_id: Mapped[str] = mapped_column(String(256))
+    user_name: Mapped[str] = mapped_column(String(256), default="")
+    group_name: Mapped[str] = mapped_column(String(256), default="")
+    job_name: Mapped[str] = mapped_column(String(256), default="")
+    partition: Mapped[str] = mapped_column(String(256), default="")
+    submit_time: Mapped[int] = mapped_column(BigInteger)
+    start_time: Mapped[int] = mapped_column(BigInteger)
+    end_time: Mapped[int] = mapped_column(BigInteger)
+    time_limit: Mapped[int] = mapped_column(BigInteger)
+    units: Mapped[int] = mapped_column(Integer)
+    per_unit: Mapped[dict] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(32))
+    received_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+
+class PredictionRow(Base):
+    """A prediction made for a job, and (once it finished) how long it really ran."""
+
+    __tablename__ = "predictions"
+    __table_args__ = (
+        UniqueConstraint("cluster_id", "job_id", "kind", name="uq_predictions_cluster_job_kind"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
+    job_id: Mapped[str] = mapped_column(String(256))
+    kind: Mapped[str] = mapped_column(String(16))
+    """``queued`` (first seen in the queue) or ``start`` (when started)."""
+    predictor: Mapped[str] = mapped_column(String(64))
+    predicted: Mapped[int] = mapped_column(BigInteger)
+    made_at: Mapped[int] = mapped_column(BigInteger)
+    """The cluster's clock (snapshot time) when the prediction was made."""
+    actual: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class DecisionRow(Base):
+    """The audit trail: one row per dispatch answer, applied or dry run."""
+
+    __tablename__ = "decisions"
+    __table_args__ = (Index("ix_decisions_cluster_id", "cluster_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
+    snapshot_time: Mapped[int] = mapped_column(BigInteger)
+    snapshot_digest: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of the request body: ties a decision to exactly what the bridge sent."""
+    dry_run: Mapped[bool] = mapped_column(Boolean)
+    queued: Mapped[int] = mapped_column(Integer)
+    running: Mapped[int] = mapped_column(Integer)
+    starts: Mapped[list] = mapped_column(JSON)
+    extensions: Mapped[list] = mapped_column(JSON)
+    diagnostics: Mapped[dict] = mapped_column(JSON)
+    wall_ms: Mapped[float] = mapped_column(Float)
+    snapshot: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
