@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
+from fastapi import Depends, FastAPI, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cpsched import __version__
 from cpsched.errors import ConfigError, InputError
@@ -54,6 +55,7 @@ def token_for_cluster(cluster: ClusterName, request: Request) -> str:
 
 Authorised = Annotated[str, Depends(token_for_cluster)]
 ERRORS = {
+    400: {"model": ErrorOut},
     401: {"model": ErrorOut},
     403: {"model": ErrorOut},
     413: {"model": ErrorOut},
@@ -115,8 +117,8 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     async def bad_input(_request: Request, exc: InputError) -> JSONResponse:
         return error(422, "invalid_snapshot", str(exc))
 
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         response = error(exc.status_code, _KINDS.get(exc.status_code, "error"), str(exc.detail))
         if exc.headers:
             response.headers.update(exc.headers)
@@ -175,7 +177,12 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             return JSONResponse({"status": "schema out of date: run 'cpsched db upgrade'"}, 503)
         return JSONResponse({"status": "ready"})
 
-    @app.get("/metrics", summary="Prometheus metrics.")
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics.",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}}},
+    )
     def prometheus() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
@@ -183,6 +190,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
 
 _KINDS = {
+    400: "bad_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",

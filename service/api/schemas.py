@@ -21,7 +21,8 @@ NodeState = Literal["up", "drain", "down", "reserved"]
 
 class WireModel(BaseModel):
     # Unknown fields are refused: a typo in a bridge must not silently drop a constraint.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict: 0 is not False and "5" is not 5 — a bridge bug should be an error, not a guess.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class NodeIn(WireModel):

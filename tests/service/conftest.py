@@ -1,0 +1,124 @@
+"""Service test fixtures: a fresh database per test on SQLite, and on the real
+PostgreSQL at 127.0.0.1:5432 for tests marked ``postgres`` (CI fails if it is missing)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.settings import load_settings
+
+POSTGRES_ADMIN = os.environ.get(
+    "CPSCHED_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+TOKEN = "test-token-all"
+TOKEN_A = "test-token-only-a"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"PostgreSQL is required in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    name = f"cpsched_test_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        _unavailable(f"PostgreSQL at {POSTGRES_ADMIN} is not reachable: {exc}")
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'cpsched.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+def settings_for(database_url: str, **overrides: Any) -> Any:
+    base: dict[str, Any] = {
+        "database_url": database_url,
+        "upgrade_on_start": True,
+        "tokens": [
+            {"name": "all", "secret": TOKEN, "clusters": ["*"]},
+            {"name": "only-a", "secret": TOKEN_A, "clusters": ["a"]},
+        ],
+        "max_body_bytes": 200_000,
+    }
+    base.update(overrides)
+    return load_settings(None, **base)
+
+
+@pytest.fixture
+def make_client(database_url: str) -> Iterator[Callable[..., TestClient]]:
+    clients: list[TestClient] = []
+
+    def make(**overrides: Any) -> TestClient:
+        client = TestClient(create_app(settings_for(database_url, **overrides)))
+        client.__enter__()  # runs the lifespan (predictor rebuild)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    return make_client()
+
+
+def node(name: str, cpu: int = 4, mem: int = 8000, **extra: int) -> dict[str, Any]:
+    return {"name": name, "resources": {"cpu": cpu, "mem": mem, **extra}}
+
+
+def job(
+    job_id: str, *, submit: int = 0, limit: int = 600, units: int = 1, **per_unit: int
+) -> dict[str, Any]:
+    return {
+        "id": job_id,
+        "user": "alice",
+        "submit": submit,
+        "time_limit": limit,
+        "units": units,
+        "per_unit": per_unit or {"cpu": 1},
+    }
+
+
+def snapshot(
+    time: int = 1000,
+    nodes: list | None = None,
+    running: list | None = None,
+    queued: list | None = None,
+) -> dict[str, Any]:
+    return {
+        "time": time,
+        "nodes": nodes if nodes is not None else [node("n1"), node("n2", gpu=2)],
+        "running": running or [],
+        "queued": queued or [],
+    }
+
+
+def finished(
+    job_id: str, start: int, end: int, *, user: str = "alice", state: str = "completed"
+) -> dict[str, Any]:
+    return {**job(job_id), "user": user, "start": start, "end": end, "state": state}

@@ -1,0 +1,184 @@
+"""The HTTP API against SQLite and the real PostgreSQL."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from service.store.database import make_engine
+from service.store.models import DecisionRow, FinishedJobRow, PredictionRow
+from tests.service.conftest import AUTH, TOKEN_A, finished, job, node, snapshot
+
+
+def dispatch(client, body, cluster="c1", headers=AUTH):
+    return client.post(f"/v1/clusters/{cluster}/dispatch", json=body, headers=headers)
+
+
+def test_dispatch_starts_jobs_on_nodes_with_room(client):
+    running = {**job("r1", units=4), "start": 500, "allocation": {"n1": 4}}
+    body = snapshot(running=[running], queued=[job("q1", submit=900, gpu=1), job("q2", submit=950)])
+    answer = dispatch(client, body)
+    assert answer.status_code == 200, answer.text
+    decision = answer.json()
+    starts = {s["job_id"]: s["allocation"] for s in decision["starts"]}
+    # n1's four cores are taken by r1: both jobs must go to n2, the GPU job included.
+    assert starts == {"q1": {"n2": 1}, "q2": {"n2": 1}}
+    assert decision["decision_id"] >= 1
+    assert decision["diagnostics"]["dispatcher"] == "easy"
+    assert all(s["predicted_run_time"] == 600 for s in decision["starts"])
+
+
+def test_unknown_resource_type_rejects_the_job_not_the_snapshot(client):
+    body = snapshot(queued=[job("bad", fpga=1), job("ok")])
+    decision = dispatch(client, body).json()
+    assert [s["job_id"] for s in decision["starts"]] == ["ok"]
+    assert decision["rejected"][0]["job_id"] == "bad"
+    assert "fpga" in decision["rejected"][0]["reason"]
+
+
+def test_job_bigger_than_the_cluster_is_rejected(client):
+    decision = dispatch(client, snapshot(queued=[job("huge", units=100)])).json()
+    assert decision["starts"] == []
+    assert "never start" in decision["rejected"][0]["reason"]
+
+
+def test_drained_node_gets_no_new_job(client):
+    nodes = [{**node("n1"), "state": "drain"}, node("n2")]
+    decision = dispatch(client, snapshot(nodes=nodes, queued=[job("q1")])).json()
+    assert decision["starts"][0]["allocation"] == {"n2": 1}
+
+
+def test_malformed_snapshots_get_422_with_a_reason(client):
+    unknown_node = snapshot(running=[{**job("r1"), "start": 1, "allocation": {"nX": 1}}])
+    answer = dispatch(client, unknown_node)
+    assert answer.status_code == 422
+    assert "nX" in answer.json()["detail"]
+
+    twice = snapshot(nodes=[node("n1"), node("n1")])
+    assert dispatch(client, twice).status_code == 422
+
+    bad_types = dispatch(client, {"time": "soon", "nodes": []})
+    assert bad_types.status_code == 422
+    assert "time" in bad_types.json()["detail"]
+
+    wrong_units = snapshot(running=[{**job("r1", units=2), "start": 1, "allocation": {"n1": 1}}])
+    assert dispatch(client, wrong_units).status_code == 422
+
+    unknown_field = {**snapshot(), "extra": 1}
+    assert dispatch(client, unknown_field).status_code == 422
+
+
+def test_auth(client):
+    assert dispatch(client, snapshot(), headers={}).status_code == 401
+    assert (
+        dispatch(client, snapshot(), headers={"Authorization": "Bearer nope-nope"}).status_code
+        == 401
+    )
+    limited = {"Authorization": f"Bearer {TOKEN_A}"}
+    assert dispatch(client, snapshot(), cluster="b", headers=limited).status_code == 403
+    assert dispatch(client, snapshot(), cluster="a", headers=limited).status_code == 200
+    # Refused before the body is looked at.
+    assert client.post("/v1/clusters/b/jobs/finished", json={}, headers=limited).status_code == 403
+    assert client.get("/v1/clusters/c1/jobs/x").status_code == 401
+
+
+def test_body_limit(client):
+    big = snapshot(queued=[job(f"q{i}") for i in range(3000)])
+    answer = dispatch(client, big)
+    assert answer.status_code == 413
+    assert answer.json()["error"] == "body_too_large"
+
+
+def test_finished_jobs_are_idempotent(client, database_url):
+    batch = {"jobs": [finished("j1", 0, 100), finished("j2", 0, 200), finished("j1", 0, 100)]}
+    first = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
+    again = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
+    assert first == {"stored": 2, "duplicates": 1}
+    assert again == {"stored": 0, "duplicates": 3}
+    with make_engine(database_url).connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(FinishedJobRow)) == 2
+
+
+def test_bad_finished_batch_stores_nothing(client, database_url):
+    batch = {"jobs": [finished("ok", 0, 100), {**finished("bad", 100, 50)}]}
+    answer = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
+    assert answer.status_code == 422
+    assert "before start" in answer.json()["detail"]
+    with make_engine(database_url).connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(FinishedJobRow)) == 0
+
+
+def test_predictor_learns_and_is_rebuilt_from_history(make_client):
+    client = make_client()
+    batch = {"jobs": [finished("j1", 0, 100), finished("j2", 100, 300)]}
+    client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
+    decision = dispatch(client, snapshot(time=400, queued=[job("q1", submit=400)])).json()
+    assert decision["starts"][0]["predicted_run_time"] == 150  # last-two: mean of 100, 200
+    # A new process on the same database predicts the same from the stored history.
+    restarted = make_client()
+    decision = dispatch(restarted, snapshot(time=400, queued=[job("q2", submit=400)])).json()
+    assert decision["starts"][0]["predicted_run_time"] == 150
+
+
+def test_killed_jobs_do_not_teach_the_predictor(client):
+    batch = {"jobs": [finished("j1", 0, 100), finished("j2", 0, 50, state="timeout")]}
+    client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
+    decision = dispatch(client, snapshot(queued=[job("q1")])).json()
+    assert decision["starts"][0]["predicted_run_time"] == 100
+
+
+def test_dry_run_is_audited_but_not_applied(client, database_url):
+    decision = dispatch(client, {**snapshot(queued=[job("q1")]), "dry_run": True}).json()
+    assert decision["dry_run"] is True and decision["starts"]
+    with make_engine(database_url).connect() as conn:
+        audit = conn.execute(select(DecisionRow.dry_run, DecisionRow.starts)).one()
+        kinds = set(conn.scalars(select(PredictionRow.kind)))
+    assert audit.dry_run is True
+    assert audit.starts[0]["job_id"] == "q1"
+    assert kinds == {"queued"}  # no start was recorded as applied
+
+
+def test_job_info_explains_pending_and_finished(client):
+    running = {**job("r1", units=8), "start": 500, "limit": 600, "allocation": {"n1": 4, "n2": 4}}
+    running.pop("limit")
+    dispatch(client, snapshot(running=[running], queued=[job("q1", submit=900, units=2)]))
+    info = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
+    assert info["state"] == "queued"
+    assert info["pending"]["waits_for"] == {"cpu": 2}
+    assert info["predictor"] == "last-two"
+    assert client.get("/v1/clusters/c1/jobs/r1", headers=AUTH).json()["state"] == "running"
+    client.post(
+        "/v1/clusters/c1/jobs/finished", json={"jobs": [finished("r1", 500, 900)]}, headers=AUTH
+    )
+    done = client.get("/v1/clusters/c1/jobs/r1", headers=AUTH).json()
+    assert (done["state"], done["start"], done["end"]) == ("finished", 500, 900)
+    assert client.get("/v1/clusters/c1/jobs/nobody", headers=AUTH).json()["state"] == "unknown"
+
+
+def test_walltime_extension_directive(make_client):
+    client = make_client(defaults={"correction": "simple", "correction_step": 600})
+    running = {**job("r1", limit=600), "start": 0, "allocation": {"n1": 1}}
+    decision = dispatch(client, snapshot(time=590, running=[running])).json()
+    assert decision["extensions"] == [
+        {"job_id": "r1", "new_time_limit": 1200, "reason": decision["extensions"][0]["reason"]}
+    ]
+
+
+def test_health_ready_metrics(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json() == {"status": "ready"}
+    dispatch(client, snapshot(queued=[job("q1")]))
+    client.post(
+        "/v1/clusters/c1/jobs/finished", json={"jobs": [finished("q1", 1000, 1100)]}, headers=AUTH
+    )
+    text = client.get("/metrics").text
+    assert 'cpsched_dispatch_seconds_count{cluster="c1"} 1.0' in text
+    assert 'cpsched_finished_jobs_total{cluster="c1",outcome="stored"} 1.0' in text
+    assert (
+        'cpsched_prediction_abs_error_seconds_count{cluster="c1",predictor="last-two"} 1.0' in text
+    )
+    assert 'cpsched_queued_jobs{cluster="c1"} 1.0' in text
+
+
+def test_openapi_documents_the_api(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/clusters/{cluster}/dispatch", "/v1/clusters/{cluster}/jobs/finished"} <= set(paths)

@@ -1,0 +1,91 @@
+"""The orchestrator never leaves a cluster without an answer: a late, invalid or failing
+dispatcher is replaced by the fallback heuristic, and the answer says so."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from service.dispatch import Decision, Diagnostics, Start
+from tests.service.conftest import AUTH, job, snapshot
+
+
+class Slow:
+    """A dispatcher that answers only when released (the test's stand-in for a solver
+    that overruns its deadline)."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def decide(self, snapshot, durations):
+        self.release.wait(10)
+        return Decision(starts=(), diagnostics=Diagnostics("slow"))
+
+
+class Overfull:
+    name = "overfull"
+
+    def decide(self, snapshot, durations):
+        # Ten units of a one-core job on node 0, which has four cores.
+        return Decision(
+            starts=(Start(snapshot.queued[0].id, ((0, 10),)),), diagnostics=Diagnostics("overfull")
+        )
+
+
+class Broken:
+    name = "broken"
+
+    def decide(self, snapshot, durations):
+        raise RuntimeError("solver bug")
+
+
+def swap_dispatcher(client, cluster, dispatcher):
+    runtime = client.app.state.orchestrator.runtime(cluster)
+    runtime.dispatcher = dispatcher
+    return runtime
+
+
+@pytest.mark.parametrize(("dispatcher", "status"), [(Overfull(), "invalid"), (Broken(), "error")])
+def test_bad_dispatcher_answers_with_fallback(make_client, dispatcher, status):
+    client = make_client()
+    swap_dispatcher(client, "c1", dispatcher)
+    answer = client.post(
+        "/v1/clusters/c1/dispatch", json=snapshot(queued=[job("q1")]), headers=AUTH
+    )
+    assert answer.status_code == 200
+    d = answer.json()
+    assert d["diagnostics"]["fallback"] is True
+    assert d["diagnostics"]["solver_status"] == status
+    assert [s["job_id"] for s in d["starts"]] == ["q1"]  # EASY's answer
+    assert (
+        f'cpsched_dispatch_fallbacks_total{{cluster="c1",reason="{status}"}} 1.0'
+        in client.get("/metrics").text
+    )
+
+
+def test_deadline_passes_fallback_answers(make_client):
+    client = make_client(defaults={"deadline_s": 0.3})
+    slow = Slow()
+    swap_dispatcher(client, "c1", slow)
+    try:
+        d = client.post(
+            "/v1/clusters/c1/dispatch", json=snapshot(queued=[job("q1")]), headers=AUTH
+        ).json()
+    finally:
+        slow.release.set()
+    assert d["diagnostics"]["solver_status"] == "deadline"
+    assert d["diagnostics"]["fallback"] is True
+    assert [s["job_id"] for s in d["starts"]] == ["q1"]
+
+
+def test_cp_dispatcher_configured_per_cluster(make_client):
+    client = make_client(
+        clusters={"cp": {"dispatcher": "hcp3", "cp_deterministic": True, "cp_limit_s": 0.05}}
+    )
+    body = snapshot(queued=[job("q1"), job("q2", units=4), job("q3", gpu=1)])
+    d = client.post("/v1/clusters/cp/dispatch", json=body, headers=AUTH).json()
+    assert d["diagnostics"]["dispatcher"] == "hcp3"
+    assert {s["job_id"] for s in d["starts"]} == {"q1", "q2", "q3"}
