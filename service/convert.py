@@ -183,6 +183,7 @@ def to_decision_out(
     rejected: list[RejectedJobOut],
     notes: list[str],
     wall_ms: float,
+    solve_ms: float,
     dry_run: bool,
     decision_id: int | None,
 ) -> DecisionOut:
@@ -213,6 +214,7 @@ def to_decision_out(
             fallback=d.fallback,
             restarts=d.restarts,
             wall_ms=round(wall_ms, 3),
+            solve_ms=round(solve_ms, 3),
             model_variables=d.model_variables,
             model_constraints=d.model_constraints,
             model_intervals=d.model_intervals,

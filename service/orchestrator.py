@@ -52,7 +52,8 @@ class Orchestrator:
         self.settings = settings
         self.sessions = sessions
         self.metrics = metrics
-        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solve")
+        self.workers = workers
+        self._executor: ThreadPoolExecutor | None = None
         self._runtimes: dict[str, ClusterRuntime] = {}
         self._runtimes_lock = threading.Lock()
 
@@ -92,8 +93,18 @@ class Orchestrator:
         for name in names:
             self.runtime(name)
 
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        # Created on demand: an app may be started and stopped more than once (tests,
+        # ASGI servers re-running the lifespan), each stop shutting the pool down.
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="solve")
+        return self._executor
+
     def close(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
         for runtime in self._runtimes.values():
             runtime.close()
 
@@ -130,6 +141,7 @@ class Orchestrator:
                 rejected=translated.rejected,
                 notes=translated.notes,
                 wall_ms=wall_ms,
+                solve_ms=solve_s * 1000.0,
                 dry_run=request.dry_run,
                 decision_id=None,
             )

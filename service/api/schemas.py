@@ -103,7 +103,8 @@ class DiagnosticsOut(WireModel):
     solver_status: str
     fallback: bool
     restarts: int
-    wall_ms: float
+    wall_ms: float = Field(description="Snapshot parsed to decision ready (audit excluded), ms.")
+    solve_ms: float = Field(description="Of which the dispatcher's decide (or fallback), ms.")
     model_variables: int = 0
     model_constraints: int = 0
     model_intervals: int = 0
