@@ -99,6 +99,44 @@ def db_current(config: ConfigOpt = None, database_url: DatabaseOpt = None) -> No
     typer.echo(f"{current or 'empty'} ({'current' if current == head else f'latest is {head}'})")
 
 
+def http_check_command(
+    trace: Annotated[Path, typer.Argument(help="SWF trace.", exists=True, dir_okay=False)],
+    out: Annotated[Path, typer.Option(help="Directory for both replays and the service.")],
+    jobs: Annotated[int | None, typer.Option(help="Replay only the first N jobs.")] = 2000,
+    system: Annotated[Path | None, typer.Option(help="TOML system description.")] = None,
+    dispatcher: Annotated[str, typer.Option(help="Dispatcher of both runs.")] = "easy",
+    allocator: Annotated[str, typer.Option(help="Allocator of both runs.")] = "first-fit",
+    predictor: Annotated[str, typer.Option(help="Predictor of both runs.")] = "last-two",
+) -> None:
+    """Start a local service on SQLite, replay TRACE through it over HTTP and in process,
+    and check that both give the same results."""
+    from replay.http_check import http_check
+    from replay.runner import ReplaySettings
+
+    settings = ReplaySettings(
+        trace=trace,
+        out=out,
+        system=system,
+        jobs=jobs,
+        dispatcher=dispatcher,
+        allocator=allocator,
+        predictor=predictor,
+        plots=False,
+    )
+    typer.echo(f"replaying {jobs or 'all'} jobs of {trace.name} in process and over HTTP...")
+    result = http_check(settings)
+    typer.echo(result.table)
+    typer.echo(
+        f"in process {result.in_process_seconds:.1f} s, over HTTP {result.http_seconds:.1f} s "
+        f"(service on SQLite, log in {out / 'service'})"
+    )
+    if not result.identical:
+        typer.echo(f"DIFFERENT: {', '.join(result.differing)}", err=True)
+        raise typer.Exit(1)
+    typer.echo("identical: the service reproduces the in-process replay")
+
+
 def register(app: typer.Typer) -> None:
     app.command()(serve)
     app.add_typer(db_app, name="db")
+    app.command("http-check")(http_check_command)

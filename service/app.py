@@ -33,6 +33,7 @@ from service.api.schemas import (
 )
 from service.auth import authorise
 from service.body_limit import BodyLimit
+from service.cluster import build_dispatchers, build_predictor
 from service.metrics import ServiceMetrics
 from service.orchestrator import Orchestrator
 from service.settings import ServiceSettings
@@ -63,7 +64,20 @@ ERRORS = {
 }
 
 
+def check_policies(settings: ServiceSettings) -> None:
+    """Build every configured policy once, so that a misspelt name stops the start."""
+    for name in ["[defaults]", *settings.clusters]:
+        policy = settings.defaults if name == "[defaults]" else settings.policy(name)
+        try:
+            build_dispatchers(policy)
+            build_predictor(policy)
+        except ConfigError as exc:
+            where = name if name == "[defaults]" else f"[clusters.{name}]"
+            raise ConfigError(f"{where}: {exc}") from None
+
+
 def create_app(settings: ServiceSettings) -> FastAPI:
+    check_policies(settings)
     engine = make_engine(settings.database_url)
     if not migrate.is_current(engine):
         if not settings.upgrade_on_start:
