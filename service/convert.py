@@ -131,6 +131,8 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
         nodes.append(Node(node.name, capacity))
 
     nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
+    # Units of each job shape the idle machine could hold; queues repeat a few shapes.
+    room: dict[tuple[tuple[int, int], ...], int] = {}
     queued: list[Job] = []
     for wj in wire.queued:
         if wj.id in seen:
@@ -141,7 +143,9 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
         except SnapshotError as exc:
             rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
             continue
-        if sum(units_fitting(row, job.wanted) for row in nominal) < job.units:
+        if job.wanted not in room:
+            room[job.wanted] = sum(units_fitting(row, job.wanted) for row in nominal)
+        if room[job.wanted] < job.units:
             rejected.append(
                 RejectedJobOut(
                     job_id=wj.id,

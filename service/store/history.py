@@ -23,8 +23,10 @@ def _insert_ignoring_duplicates(session: Session, table: type, rows: list[dict[s
     # ON CONFLICT DO NOTHING: a concurrent writer of the same key is not an error.
     dialect = session.get_bind().dialect.name
     module = postgresql if dialect == "postgresql" else sqlite
-    statement: Insert = module.insert(table).values(rows).on_conflict_do_nothing()
-    session.execute(statement)
+    # executemany with one cached statement: a multi-row VALUES would be compiled anew
+    # for every batch size.
+    statement: Insert = module.insert(table).on_conflict_do_nothing()
+    session.execute(statement, rows)
 
 
 def cluster_id(session: Session, name: str) -> int:
