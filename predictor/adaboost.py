@@ -228,6 +228,15 @@ class AdaBoost:
         rows, targets = self._snapshot()
         self.training_ = self._executor.submit(self._fit_and_swap, rows, targets, self.observed_)
 
+    def retrain_if_owed(self) -> None:
+        """Start a retrain that came due while a background fit was running.
+
+        ``observe`` starts owed fits, but when no job finishes after a fit ends the debt
+        would wait for the next completion; the service calls this at every dispatch.
+        """
+        if self._owed:
+            self._start_training()
+
     def close(self) -> None:
         """Wait for a running background fit and release its thread."""
         if self._executor is not None:

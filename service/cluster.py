@@ -109,6 +109,12 @@ class ClusterRuntime:
         self.last_decision: Decision | None = None
         self.observed = 0
 
+    def catch_up(self) -> None:
+        """Let a background-trained predictor start a retrain that came due meanwhile."""
+        retrain = getattr(self.predictor, "retrain_if_owed", None)
+        if retrain is not None:
+            retrain()
+
     def durations(self, snapshot: Snapshot, stored_starts: dict[str, int]) -> Durations:
         """Durations of every queued and running job, predicting those seen first now.
 

@@ -116,6 +116,7 @@ class Orchestrator:
         translated = to_snapshot(request)  # SnapshotError → 422, before any state changes
         snapshot = translated.snapshot
         with runtime.lock:
+            runtime.catch_up()
             runtime.resource_names = snapshot.resource_names
             with self.sessions() as session:
                 stored = history.start_predictions(

@@ -89,3 +89,26 @@ def test_cp_dispatcher_configured_per_cluster(make_client):
     d = client.post("/v1/clusters/cp/dispatch", json=body, headers=AUTH).json()
     assert d["diagnostics"]["dispatcher"] == "hcp3"
     assert {s["job_id"] for s in d["starts"]} == {"q1", "q2", "q3"}
+
+
+def test_adaboost_retrains_in_the_background_and_never_blocks_dispatch(make_client):
+    from tests.service.conftest import finished
+
+    client = make_client(defaults={"predictor": "adaboost", "retrain_every": 10})
+    runtime = client.app.state.orchestrator.runtime("c1")
+    assert runtime.predictor.background is True
+    jobs = [finished(f"j{i}", 100 * i, 100 * i + 50 + i, user=f"u{i % 3}") for i in range(30)]
+    ack = client.post("/v1/clusters/c1/jobs/finished", json={"jobs": jobs}, headers=AUTH).json()
+    assert ack["stored"] == 30
+    # Dispatching does not wait for a fit: it answers with whatever model exists (or
+    # last-two before the first one).
+    answer = client.post(
+        "/v1/clusters/c1/dispatch", json=snapshot(time=5000, queued=[job("q1")]), headers=AUTH
+    )
+    assert answer.status_code == 200
+    runtime.predictor.training_.result(timeout=60)
+    # Retrains that came due while the first fit ran are started by the next dispatch.
+    for _ in range(3):
+        client.post("/v1/clusters/c1/dispatch", json=snapshot(time=5001), headers=AUTH)
+        runtime.predictor.training_.result(timeout=60)
+    assert runtime.predictor.model_.trained_on == 30
