@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from cpsched import logs
 from service.settings import load_settings
 
 ConfigOpt = Annotated[
@@ -44,13 +44,14 @@ def serve(
     settings = load_settings(
         config, database_url=database_url, upgrade_on_start=True if upgrade else None
     )
-    logging.getLogger().setLevel(settings.log_level.upper())
+    logs.configure(settings.log_level.upper())
     app = create_app(settings)
     uvicorn.run(
         app,
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
+        log_config=None,  # keep our JSON handler (cpsched.logs)
         access_log=access_log,
         # One process: dispatches of a cluster must be serialised in one place.
         workers=1,

@@ -107,6 +107,7 @@ class ClusterRuntime:
         self.start_predictions: dict[str, int] = {}
         self.last_snapshot: Snapshot | None = None
         self.last_decision: Decision | None = None
+        self.last_rejected: dict[str, str] = {}
         self.observed = 0
 
     def catch_up(self) -> None:

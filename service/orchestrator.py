@@ -133,6 +133,7 @@ class Orchestrator:
             decision, solve_s = self._decide(runtime, snapshot, durations.durations, deadline)
             predicted = runtime.predict_starts(snapshot, decision)
             runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
+            runtime.last_rejected = {r.job_id: r.reason for r in translated.rejected}
             wall_ms = (time.perf_counter() - began) * 1000.0
             answer = to_decision_out(
                 cluster=cluster,
@@ -294,6 +295,9 @@ class Orchestrator:
             )
         with runtime.lock:
             snapshot, decision = runtime.last_snapshot, runtime.last_decision
+            rejected = runtime.last_rejected.get(job_id)
+        if rejected is not None:
+            return JobInfoOut(**base, state="rejected", rejected_because=rejected)
         if snapshot is not None:
             for rj in snapshot.running:
                 if rj.job.id == job_id:

@@ -164,7 +164,7 @@ class PendingReason(WireModel):
 class JobInfoOut(WireModel):
     cluster: str
     job_id: str
-    state: Literal["queued", "running", "finished", "unknown"]
+    state: Literal["queued", "running", "finished", "rejected", "unknown"]
     user: str | None = None
     submit: int | None = None
     start: int | None = None
@@ -172,6 +172,9 @@ class JobInfoOut(WireModel):
     predicted_run_time: int | None = None
     predictor: str | None = None
     pending: PendingReason | None = None
+    rejected_because: str | None = Field(
+        None, description="Why the latest dispatch left this queued job out."
+    )
 
 
 class ErrorOut(WireModel):

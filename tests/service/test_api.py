@@ -33,6 +33,9 @@ def test_unknown_resource_type_rejects_the_job_not_the_snapshot(client):
     assert [s["job_id"] for s in decision["starts"]] == ["ok"]
     assert decision["rejected"][0]["job_id"] == "bad"
     assert "fpga" in decision["rejected"][0]["reason"]
+    info = client.get("/v1/clusters/c1/jobs/bad", headers=AUTH).json()
+    assert info["state"] == "rejected"
+    assert "fpga" in info["rejected_because"]
 
 
 def test_job_bigger_than_the_cluster_is_rejected(client):
