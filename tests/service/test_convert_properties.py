@@ -1,0 +1,100 @@
+"""Invariants of the service's path from wire snapshot to decision, on random snapshots
+with drained nodes, over-committed nodes and jobs asking for unknown types: no node is
+ever over-filled, no running job is displaced, and no queued job is lost (each is
+started, rejected with a reason, or still waiting)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.api.schemas import DispatchRequest
+from service.cluster import ClusterRuntime
+from service.convert import to_snapshot
+from service.dispatch import decision_violations
+from service.settings import ClusterPolicy
+
+TYPES = ("cpu", "mem", "gpu")
+
+
+@st.composite
+def wire_snapshots(draw: st.DrawFn) -> DispatchRequest:
+    n_nodes = draw(st.integers(1, 6))
+    nodes = []
+    for i in range(n_nodes):
+        resources = {"cpu": draw(st.integers(1, 8)), "mem": draw(st.integers(0, 4)) * 1000}
+        if draw(st.booleans()):
+            resources["gpu"] = draw(st.integers(1, 2))
+        state = draw(st.sampled_from(["up", "up", "up", "drain", "down"]))
+        nodes.append({"name": f"n{i}", "resources": resources, "state": state})
+    running = []
+    for j in range(draw(st.integers(0, 4))):
+        node = draw(st.integers(0, n_nodes - 1))
+        units = draw(st.integers(1, 3))
+        # Not checked against capacity: real clusters over-commit, the service must cope.
+        running.append(
+            {
+                "id": f"r{j}", "submit": 0, "start": draw(st.integers(0, 90)),
+                "time_limit": draw(st.integers(1, 500)), "units": units,
+                "per_unit": {"cpu": 1}, "allocation": {f"n{node}": units},
+            }
+        )  # fmt: skip
+    queued = []
+    for k in range(draw(st.integers(0, 8))):
+        per_unit = {"cpu": draw(st.integers(1, 4))}
+        extra = draw(st.sampled_from([None, "gpu", "mem", "fpga"]))
+        if extra == "mem":
+            per_unit["mem"] = 500
+        elif extra is not None:
+            per_unit[extra] = 1
+        queued.append(
+            {
+                "id": f"q{k}", "user": f"u{k % 2}", "submit": draw(st.integers(0, 100)),
+                "time_limit": draw(st.integers(1, 1000)), "units": draw(st.integers(1, 6)),
+                "per_unit": per_unit,
+            }
+        )  # fmt: skip
+    return DispatchRequest.model_validate(
+        {"time": 100, "nodes": nodes, "running": running, "queued": queued}
+    )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wire=wire_snapshots(), dispatcher=st.sampled_from(["fcfs", "sjf", "easy"]))
+def test_no_overfill_and_nothing_lost(wire, dispatcher):
+    translated = to_snapshot(wire)
+    snapshot = translated.snapshot
+    runtime = ClusterRuntime("c", 1, ClusterPolicy(dispatcher=dispatcher))
+    durations = runtime.durations(snapshot, {}).durations
+    decision = runtime.dispatcher.decide(snapshot, durations)
+    assert decision_violations(snapshot, decision) == []
+
+    started = {s.job_id for s in decision.starts}
+    rejected = {r.job_id for r in translated.rejected}
+    waiting = {job.id for job in snapshot.queued} - started
+    assert started | rejected | waiting == {job["id"] for job in wire.model_dump()["queued"]}
+    assert not started & rejected
+    assert all(r.reason for r in translated.rejected)
+
+    # New jobs only go to nodes that are up, and never past a node's capacity.
+    names = snapshot.resource_names
+    up = {n.name for n in wire.nodes if n.state == "up"}
+    used = {n.name: dict.fromkeys(names, 0) for n in wire.nodes}
+    for rj in wire.running:
+        for node, units in rj.allocation.items():
+            for r, amount in rj.per_unit.items():
+                used[node][r] += units * amount
+    by_id = {job.id: job for job in snapshot.queued}
+    for start in decision.starts:
+        job = by_id[start.job_id]
+        for node_index, units in start.allocation:
+            node = snapshot.nodes[node_index].name
+            assert node in up
+            for r, name in enumerate(names):
+                used[node][name] += units * job.unit_request[r]
+    receiving = {snapshot.nodes[i].name for s in decision.starts for i, _ in s.allocation}
+    for node in wire.nodes:
+        if node.name in receiving:
+            # A node that receives a job was up and not over-committed: within capacity.
+            for name in names:
+                assert used[node.name][name] <= node.resources.get(name, 0)
