@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Path, Request, Response
+from fastapi import Depends, FastAPI, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from cpsched import __version__
 from cpsched.errors import ConfigError, InputError
 from service.api.schemas import (
+    AuditPageOut,
     DecisionOut,
     DispatchRequest,
     ErrorOut,
@@ -172,6 +173,20 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     )
     def job_info(cluster: ClusterName, job_id: JobId, _token: Authorised) -> JobInfoOut:
         return orchestrator.job_info(cluster, job_id)
+
+    @app.get(
+        "/v1/clusters/{cluster}/decisions",
+        response_model=AuditPageOut,
+        responses=ERRORS,
+        summary="The audit trail: every dispatch answer, applied or dry run, oldest first.",
+    )
+    def audit(
+        cluster: ClusterName,
+        _token: Authorised,
+        after_id: Annotated[int, Query(ge=0, le=2**62)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> AuditPageOut:
+        return orchestrator.audit(cluster, after_id, limit)
 
     @app.get("/healthz", summary="The process is up.")
     def healthz() -> dict[str, str]:

@@ -20,13 +20,17 @@ from dataclasses import replace
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.api.schemas import (
+    AuditEntryOut,
+    AuditPageOut,
     DecisionOut,
     DispatchRequest,
+    ExtensionOut,
     FinishedAck,
     FinishedBatch,
     FinishedJobIn,
     JobInfoOut,
     PendingReason,
+    StartOut,
 )
 from service.cluster import ClusterRuntime
 from service.convert import to_decision_out, to_snapshot
@@ -269,6 +273,31 @@ class Orchestrator:
         self.metrics.finished.labels(cluster, "stored").inc(len(stored.new))
         self.metrics.finished.labels(cluster, "duplicate").inc(stored.duplicates)
         return FinishedAck(stored=len(stored.new), duplicates=stored.duplicates)
+
+    # -- the audit trail ----------------------------------------------------------------
+
+    def audit(self, cluster: str, after_id: int, limit: int) -> AuditPageOut:
+        runtime = self.runtime(cluster)
+        with self.sessions() as session:
+            rows = history.decisions(session, runtime.cluster_id, after_id, limit)
+        entries = [
+            AuditEntryOut(
+                id=row.id,
+                time=row.snapshot_time,
+                dry_run=row.dry_run,
+                snapshot_digest=row.snapshot_digest,
+                queued=row.queued,
+                running=row.running,
+                starts=[StartOut.model_validate(s) for s in row.starts],
+                extensions=[ExtensionOut.model_validate(e) for e in row.extensions],
+                diagnostics=row.diagnostics,
+                recorded_at=row.created_at.isoformat() if row.created_at else "",
+            )
+            for row in rows
+        ]
+        return AuditPageOut(
+            entries=entries, next_after_id=entries[-1].id if len(entries) == limit else None
+        )
 
     # -- what the service knows of a job ----------------------------------------------
 

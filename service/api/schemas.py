@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 API_VERSION = "v1"
 
 Name = Annotated[str, Field(min_length=1, max_length=256)]
-Amounts = dict[Annotated[str, Field(min_length=1, max_length=64)], NonNegativeInt]
+# Bounded so that every value fits a 64-bit database column with room for sums.
+Time = Annotated[int, Field(ge=0, le=2**40, description="Epoch seconds.")]
+Seconds = Annotated[int, Field(ge=1, le=2**40)]
+Count = Annotated[int, Field(ge=1, le=2**31)]
+Amount = Annotated[int, Field(ge=0, le=2**40)]
+Amounts = dict[Annotated[str, Field(min_length=1, max_length=64)], Amount]
 NodeState = Literal["up", "drain", "down", "reserved"]
 
 
@@ -39,9 +44,9 @@ class JobIn(WireModel):
     group: str = ""
     name: str = ""
     partition: str = ""
-    submit: NonNegativeInt
-    time_limit: PositiveInt = Field(description="Requested (or current) time limit, seconds.")
-    units: PositiveInt = Field(description="Identical units (tasks) the job asks for.")
+    submit: Time
+    time_limit: Seconds = Field(description="Requested (or current) time limit, seconds.")
+    units: Count = Field(description="Identical units (tasks) the job asks for.")
     per_unit: Amounts = Field(description="What one unit needs of each resource type.")
 
     @model_validator(mode="after")
@@ -52,11 +57,13 @@ class JobIn(WireModel):
 
 
 class RunningJobIn(JobIn):
-    start: NonNegativeInt
-    allocation: dict[Name, PositiveInt] = Field(
+    start: Time
+    allocation: dict[Name, Count] = Field(
         description="Units of this job on each node, by node name."
     )
-    extensions: NonNegativeInt = Field(0, description="Time-limit extensions granted so far.")
+    extensions: Annotated[int, Field(ge=0, le=2**31)] = Field(
+        0, description="Time-limit extensions granted so far."
+    )
 
     @model_validator(mode="after")
     def _allocation_matches_units(self) -> RunningJobIn:
@@ -69,7 +76,7 @@ class RunningJobIn(JobIn):
 
 
 class SnapshotIn(WireModel):
-    time: NonNegativeInt = Field(description="The cluster's clock; the service reads no other.")
+    time: Time = Field(description="The cluster's clock; the service reads no other.")
     nodes: list[NodeIn] = Field(max_length=200_000)
     running: list[RunningJobIn] = Field(default_factory=list, max_length=1_000_000)
     queued: list[JobIn] = Field(default_factory=list, max_length=1_000_000)
@@ -133,8 +140,8 @@ JobEndState = Literal["completed", "failed", "cancelled", "timeout", "node_fail"
 
 
 class FinishedJobIn(JobIn):
-    start: NonNegativeInt
-    end: NonNegativeInt
+    start: Time
+    end: Time
     state: JobEndState = "completed"
 
     @model_validator(mode="after")
@@ -175,6 +182,24 @@ class JobInfoOut(WireModel):
     rejected_because: str | None = Field(
         None, description="Why the latest dispatch left this queued job out."
     )
+
+
+class AuditEntryOut(WireModel):
+    id: int
+    time: int = Field(description="The snapshot's time.")
+    dry_run: bool
+    snapshot_digest: str
+    queued: int
+    running: int
+    starts: list[StartOut]
+    extensions: list[ExtensionOut]
+    diagnostics: dict[str, object]
+    recorded_at: str
+
+
+class AuditPageOut(WireModel):
+    entries: list[AuditEntryOut]
+    next_after_id: int | None = Field(description="Pass as after_id for the next page.")
 
 
 class ErrorOut(WireModel):

@@ -168,3 +168,15 @@ def record_decision(session: Session, row: DecisionRow) -> int:
     session.add(row)
     session.flush()
     return row.id
+
+
+def decisions(session: Session, cluster: int, after_id: int, limit: int) -> list[DecisionRow]:
+    """Audit rows of ``cluster`` with id > ``after_id``, oldest first."""
+    return list(
+        session.scalars(
+            select(DecisionRow)
+            .where(DecisionRow.cluster_id == cluster, DecisionRow.id > after_id)
+            .order_by(DecisionRow.id)
+            .limit(limit)
+        )
+    )

@@ -185,3 +185,19 @@ def test_health_ready_metrics(client):
 def test_openapi_documents_the_api(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/clusters/{cluster}/dispatch", "/v1/clusters/{cluster}/jobs/finished"} <= set(paths)
+
+
+def test_audit_trail_pages_through_every_answer(client):
+    dispatch(client, snapshot(queued=[job("q1")]))
+    dispatch(client, {**snapshot(time=1001, queued=[job("q2")]), "dry_run": True})
+    dispatch(client, snapshot(time=1002))
+    first = client.get("/v1/clusters/c1/decisions?limit=2", headers=AUTH).json()
+    assert [e["time"] for e in first["entries"]] == [1000, 1001]
+    assert [e["dry_run"] for e in first["entries"]] == [False, True]
+    assert first["entries"][0]["starts"][0]["job_id"] == "q1"
+    rest = client.get(
+        f"/v1/clusters/c1/decisions?after_id={first['next_after_id']}", headers=AUTH
+    ).json()
+    assert [e["time"] for e in rest["entries"]] == [1002]
+    assert rest["next_after_id"] is None
+    assert client.get("/v1/clusters/c1/decisions").status_code == 401
