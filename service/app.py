@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cpsched import __version__
@@ -58,6 +59,7 @@ def token_for_cluster(cluster: ClusterName, request: Request) -> str:
 Authorised = Annotated[str, Depends(token_for_cluster)]
 ERRORS = {
     400: {"model": ErrorOut},
+    503: {"model": ErrorOut},
     401: {"model": ErrorOut},
     403: {"model": ErrorOut},
     413: {"model": ErrorOut},
@@ -137,6 +139,14 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         response = error(exc.status_code, _KINDS.get(exc.status_code, "error"), str(exc.detail))
         if exc.headers:
             response.headers.update(exc.headers)
+        return response
+
+    @app.exception_handler(OperationalError)
+    async def database_down(_request: Request, exc: OperationalError) -> JSONResponse:
+        # Nothing was acknowledged: the bridge retries (and meanwhile applies its fallback).
+        log.error("database unavailable: %s", exc.orig)
+        response = error(503, "database_unavailable", "the database is unreachable; retry later")
+        response.headers["Retry-After"] = "5"
         return response
 
     @app.exception_handler(Exception)

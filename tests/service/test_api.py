@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from service.store.database import make_engine
 from service.store.models import DecisionRow, FinishedJobRow, PredictionRow
-from tests.service.conftest import AUTH, TOKEN_A, finished, job, node, snapshot
+from tests.service.conftest import AUTH, TOKEN_A, finished, job, node, settings_for, snapshot
 
 
 def dispatch(client, body, cluster="c1", headers=AUTH):
@@ -201,3 +202,24 @@ def test_audit_trail_pages_through_every_answer(client):
     assert [e["time"] for e in rest["entries"]] == [1002]
     assert rest["next_after_id"] is None
     assert client.get("/v1/clusters/c1/decisions").status_code == 401
+
+
+@pytest.mark.postgres
+def test_database_down_is_a_503_not_a_crash(postgres_url):
+    import psycopg
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+
+    with TestClient(create_app(settings_for(postgres_url))) as client:
+        assert dispatch(client, snapshot(queued=[job("q1")])).status_code == 200
+        name = postgres_url.rsplit("/", 1)[1]
+        admin = "postgresql://postgres@127.0.0.1:5432/postgres"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        batch = {"jobs": [finished("j", 0, 1)]}
+        answer = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
+        assert answer.status_code == 503
+        assert answer.json()["error"] == "database_unavailable"
+        assert client.get("/readyz").status_code == 503
+        assert client.get("/healthz").status_code == 200
