@@ -1,0 +1,39 @@
+"""The one interface the bridge loop uses to talk to a workload manager.
+
+Implementations: ``SlurmBackend`` (commands or slurmrestd) and ``PbsBackend``; unit
+tests use a fake. Every method acts on one job and raises ``CommandError`` on failure.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from slurm_bridge.model import ClusterState, JobView
+
+
+class WorkloadManager(Protocol):
+    name: str
+
+    def read_state(self) -> ClusterState:
+        """Nodes, running jobs with their allocation, pending jobs (held or not)."""
+        ...
+
+    def start(self, job_id: str, nodes: list[str]) -> None:
+        """Pin the job to exactly ``nodes`` and let it run."""
+        ...
+
+    def hold(self, job_id: str, *, unpin: bool) -> None:
+        """Hold a pending job again (and forget its pinned nodes when ``unpin``)."""
+        ...
+
+    def release_to_native(self, job_id: str) -> None:
+        """Fallback: let the workload manager's own scheduler start this held job."""
+        ...
+
+    def extend(self, job_id: str, new_limit_s: int) -> None:
+        """Set a running job's time limit (seconds from its start); only ever raise it."""
+        ...
+
+    def finished_jobs(self, state: ClusterState) -> list[JobView]:
+        """Jobs that have ended (any end state) and did start, as far back as known."""
+        ...

@@ -1,0 +1,74 @@
+"""HTTP client of the cpsched service's API v1."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from service.api.schemas import DecisionOut, DispatchRequest, FinishedAck, FinishedBatch
+from slurm_bridge.errors import ServiceRejected, ServiceUnavailable
+
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+class ServiceClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        cluster: str,
+        *,
+        timeout_s: float,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self._http = httpx.Client(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+            timeout=timeout_s,
+            transport=transport,
+        )
+
+    def _post(self, path: str, body: BaseModel, answer: type[Answer]) -> Answer:
+        try:
+            response = self._http.post(
+                path,
+                content=body.model_dump_json(),
+                headers={"Content-Type": "application/json"},
+            )
+        except httpx.TimeoutException:
+            raise ServiceUnavailable(
+                f"service did not answer {path} within the deadline; fallback applies"
+            ) from None
+        except httpx.TransportError as exc:
+            raise ServiceUnavailable(f"service unreachable ({exc}); fallback applies") from None
+        if response.status_code >= 500:
+            raise ServiceUnavailable(
+                f"service failed on {path} with HTTP {response.status_code}: {response.text[:300]}"
+            )
+        if response.status_code >= 400:
+            raise ServiceRejected(response.status_code, response.text)
+        try:
+            return answer.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise ServiceUnavailable(
+                f"service answered {path} with an unexpected body ({exc.error_count()} errors); "
+                "are bridge and service the same version?"
+            ) from None
+
+    def dispatch(self, request: DispatchRequest) -> DecisionOut:
+        return self._post(f"/v1/clusters/{self.cluster}/dispatch", request, DecisionOut)
+
+    def post_finished(self, batch: FinishedBatch) -> FinishedAck:
+        return self._post(f"/v1/clusters/{self.cluster}/jobs/finished", batch, FinishedAck)
+
+    def healthy(self) -> bool:
+        try:
+            return self._http.get("/healthz").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def close(self) -> None:
+        self._http.close()

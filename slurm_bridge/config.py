@@ -1,0 +1,121 @@
+"""Bridge settings: a TOML file, overridden by ``CPSCHED_BRIDGE_*`` environment variables.
+
+Only the CLI loads settings; every other module receives the values it needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from slurm_bridge.errors import BridgeConfigError
+
+Mode = Literal["active", "shadow"]
+Fallback = Literal["hold", "release"]
+Backend = Literal["slurm", "pbs"]
+StateSource = Literal["json", "text", "rest"]
+FinishedSource = Literal["auto", "jobcomp", "sacct", "squeue"]
+
+
+class BridgeSettings(BaseSettings):
+    """Everything the bridge needs to know; see ``slurm_bridge/kit/bridge.toml``."""
+
+    model_config = SettingsConfigDict(env_prefix="CPSCHED_BRIDGE_", extra="forbid")
+
+    service_url: str = Field("http://127.0.0.1:8000", description="Base URL of cpsched serve.")
+    token: str = Field("", description="Bearer token the service knows (name 'bridge').")
+    cluster: str = Field(..., min_length=1, description="Cluster name in the service's API.")
+    mode: Mode = "active"
+    fallback: Fallback = Field(
+        "hold",
+        description="When the service is unreachable or late: 'hold' keeps held jobs held; "
+        "'release' hands them back to Slurm's own scheduler until the service returns.",
+    )
+    fallback_after_s: float = Field(
+        0.0, ge=0, description="Apply the fallback only after the service failed this long."
+    )
+    poll_interval_s: float = Field(10.0, gt=0)
+    deadline_s: float = Field(5.0, gt=0, description="HTTP timeout of one service call.")
+    command_timeout_s: float = Field(30.0, gt=0, description="Timeout of one Slurm command.")
+    backoff_max_s: float = Field(300.0, gt=0, description="Ceiling of the retry backoff.")
+    hold_tag: str = Field(
+        "extsched",
+        min_length=1,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="AdminComment that job_submit.lua puts on jobs held for cpsched.",
+    )
+    partitions: list[str] = Field(
+        default_factory=list, description="Only these partitions (empty: all)."
+    )
+    state_file: Path = Path("/var/lib/cpsched-bridge/state.json")
+    metrics_file: Path | None = Field(
+        None, description="Prometheus textfile (node_exporter textfile collector)."
+    )
+    backend: Backend = "slurm"
+    state_source: StateSource = "json"
+    finished_source: FinishedSource = "auto"
+    slurmrestd_socket: Path | None = None
+    slurmrestd_url: str = "http://localhost"
+    slurm_bin_dir: Path | None = Field(
+        None, description="Directory of squeue/sinfo/scontrol/sacct (default: PATH)."
+    )
+    unlimited_time_limit_s: int = Field(
+        7 * 86400,
+        gt=0,
+        description="Limit given to jobs whose limit and partition maximum are UNLIMITED.",
+    )
+    pin_grace_s: float = Field(
+        30.0, ge=0, description="A released job still pending after this is re-held."
+    )
+    shadow_log: Path | None = Field(
+        None, description="JSON-lines record of shadow decisions (default: beside state)."
+    )
+
+    @field_validator("service_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @property
+    def shadow_log_path(self) -> Path:
+        return self.shadow_log or self.state_file.with_name("shadow.jsonl")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment beats the file so a systemd drop-in can override one value.
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+
+def load_settings(path: Path | None, **overrides: Any) -> BridgeSettings:
+    """Settings from ``path`` (TOML) and the environment; typed error if invalid."""
+    if path is not None and not path.is_file():
+        raise BridgeConfigError(f"bridge config {path} not found; pass --config FILE")
+
+    class _FromFile(BridgeSettings):
+        model_config = SettingsConfigDict(toml_file=path) if path else SettingsConfigDict()
+
+    try:
+        loaded = _FromFile(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise BridgeConfigError(
+            f"invalid bridge settings ({problems}); fix {path or 'the environment'}"
+        ) from None
+    return BridgeSettings.model_validate(loaded.model_dump())

@@ -1,0 +1,45 @@
+-- cpsched: queue every new job held for the external scheduler.
+--
+-- Every job is submitted with priority 0 (squeue shows Reason=JobHeldUser) and tagged
+-- AdminComment=<TAG>. Only the bridge (root or the users in BRIDGE_UIDS) may change the
+-- priority of a tagged job, i.e. release or hold it; users get a clear message instead.
+-- The bridge's fallback "release" uses the same privilege to hand jobs back to Slurm.
+--
+-- Install: copy to the directory of slurm.conf and set JobSubmitPlugins=lua.
+-- Keep TAG equal to hold_tag in the bridge's TOML (default "extsched").
+
+local TAG = "extsched"
+-- uid 0 always; add the SlurmUser's uid here if the bridge runs as SlurmUser.
+local BRIDGE_UIDS = { [0] = true }
+-- Partitions left to Slurm's own scheduler (jobs there are not held); e.g. { debug = true }.
+local UNMANAGED_PARTITIONS = {}
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local partition = job_desc.partition
+  if partition ~= nil and UNMANAGED_PARTITIONS[partition] then
+    return slurm.SUCCESS
+  end
+  job_desc.priority = 0
+  job_desc.admin_comment = TAG
+  return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  if BRIDGE_UIDS[modify_uid] then
+    return slurm.SUCCESS
+  end
+  if job_rec.admin_comment == TAG then
+    if job_desc.priority ~= slurm.NO_VAL then
+      slurm.log_user("this job is started by cpsched; it cannot be released or re-prioritised by hand")
+      return slurm.ERROR
+    end
+    if job_desc.admin_comment ~= nil then
+      slurm.log_user("the cpsched tag of this job cannot be changed")
+      return slurm.ERROR
+    end
+  end
+  return slurm.SUCCESS
+end
+
+slurm.log_info("cpsched job_submit.lua loaded (tag %s)", TAG)
+return slurm.SUCCESS

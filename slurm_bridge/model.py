@@ -1,0 +1,88 @@
+"""What the bridge knows about a cluster after one read: plain frozen data.
+
+Both adapters (Slurm, PBS) produce a ``ClusterState``; the snapshot builder, the
+decision applier and the shadow recorder only read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+NodeStateName = Literal["up", "drain", "down", "reserved"]
+Amounts = dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    capacity: Amounts  # cpu, mem (MiB), each GRES by name
+    used: Amounts  # what the workload manager reports allocated now
+    state: NodeStateName
+    partitions: tuple[str, ...] = ()
+
+    def free(self) -> Amounts:
+        return {r: self.capacity[r] - self.used.get(r, 0) for r in self.capacity}
+
+
+@dataclass(frozen=True, slots=True)
+class JobShape:
+    """A job's request as identical units: ``units`` × ``per_unit``.
+
+    ``one_unit_per_node``: each unit stands for one whole node of a multi-node job
+    (``sbatch -N k`` with per-node GRES or memory); such a job can only start on
+    ``units`` distinct nodes, one unit each.
+    """
+
+    units: int
+    per_unit: Amounts
+    one_unit_per_node: bool = False
+    single_node: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    id: str
+    user: str
+    group: str
+    name: str
+    partition: str
+    state: str  # pending, running, completed, failed, cancelled, timeout, node_fail, other
+    submit: int
+    time_limit_s: int
+    shape: JobShape
+    held_for_us: bool = False  # pending, priority 0 and carrying the hold tag
+    tagged: bool = False  # carries the hold tag (pending jobs released by us keep it)
+    priority: int = 0
+    reason: str = ""
+    start: int | None = None
+    end: int | None = None
+    allocation: dict[str, int] = field(default_factory=dict)  # node → units (running)
+    required_nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    time: int
+    nodes: dict[str, NodeView]
+    jobs: list[JobView]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def running(self) -> list[JobView]:
+        return [j for j in self.jobs if j.state == "running"]
+
+    @property
+    def pending(self) -> list[JobView]:
+        return [j for j in self.jobs if j.state == "pending"]
+
+    @property
+    def held(self) -> list[JobView]:
+        return [j for j in self.jobs if j.state == "pending" and j.held_for_us]
+
+    @property
+    def finished(self) -> list[JobView]:
+        return [j for j in self.jobs if j.state not in {"pending", "running"}]
+
+    def job(self, job_id: str) -> JobView | None:
+        return next((j for j in self.jobs if j.id == job_id), None)

@@ -1,0 +1,307 @@
+"""PBS Pro / OpenPBS adapter: ``qstat -f -F json``, ``pbsnodes -av -F json``, qrun/qalter.
+
+Same interface as the Slurm backend. Conventions (see docs/bridge.md, PBS section):
+a ``queuejob`` hook puts every new job on a *system* hold (``Hold_Types=s``, which users
+cannot release) and sets the custom resource ``Resource_List.<tag>=True``; the bridge
+(a PBS Manager) starts a job with ``qrls -h s`` then ``qrun -H <exec_vnode spec>``.
+
+Resources: ``ncpus`` → cpu, ``mem`` → mem (MiB), ``ngpus`` → gpu; a job's
+``select=N:ncpus=a:mem=b:ngpus=c`` gives N units of that chunk; ``place=scatter``/
+``excl`` means one chunk per node, ``place=pack`` one node.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from slurm_bridge.errors import StateParseError
+from slurm_bridge.model import Amounts, ClusterState, JobShape, JobView, NodeStateName, NodeView
+from slurm_bridge.runner import Runner
+
+RESOURCE_OF = {"ncpus": "cpu", "mem": "mem", "ngpus": "gpu"}
+PBS_NAME_OF = {v: k for k, v in RESOURCE_OF.items()}
+_STATE = {
+    "Q": "pending",
+    "H": "pending",
+    "W": "pending",
+    "T": "pending",
+    "S": "running",
+    "R": "running",
+    "E": "running",
+    "B": "running",
+    "U": "pending",
+}
+_SIZE = re.compile(r"^(\d+)(b|kb|mb|gb|tb|w|kw|mw|gw|tw)?$", re.IGNORECASE)
+_MIB = {"b": 1 / 2**20, "kb": 1 / 1024, "mb": 1, "gb": 1024, "tb": 1024**2}
+
+
+def size_mib(value: Any) -> int:
+    """PBS size (``"527672488kb"``, ``"8gb"``, ``1024`` bytes) → MiB, rounded up."""
+    if isinstance(value, int):
+        return -(-value // 2**20)
+    match = _SIZE.match(str(value).strip())
+    if not match:
+        raise StateParseError(f"cannot read PBS size {value!r}")
+    unit = (match.group(2) or "b").lower()
+    if unit.endswith("w"):  # words: 8 bytes
+        unit, factor = (unit[:-1] or "") + "b", 8
+    else:
+        factor = 1
+    return max(0, -(-int(int(match.group(1)) * factor * _MIB[unit if unit != "b" else "b"]) // 1))
+
+
+def walltime_s(value: Any) -> int | None:
+    """``"01:30:00"`` / ``"90:00"`` / ``5400`` → seconds."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    parts = [int(p) for p in str(value).split(":")]
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + part
+    return seconds
+
+
+def walltime_text(seconds: int) -> str:
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def pbs_time(value: Any) -> int | None:
+    """``"Fri Aug 20 23:14:08 2021"`` (server local time) or epoch → epoch seconds."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return value
+    return int(time.mktime(time.strptime(str(value), "%a %b %d %H:%M:%S %Y")))
+
+
+def _amounts(resources: Mapping[str, Any]) -> Amounts:
+    out: Amounts = {}
+    for pbs_name, name in RESOURCE_OF.items():
+        if pbs_name in resources:
+            out[name] = size_mib(resources[pbs_name]) if name == "mem" else int(resources[pbs_name])
+    return out
+
+
+def node_state(state: str) -> NodeStateName:
+    words = {w.strip() for w in state.split(",")}
+    if words & {
+        "down",
+        "state-unknown",
+        "unresolvable",
+        "stale",
+        "provisioning",
+        "wait-provisioning",
+    }:
+        return "down"
+    if "offline" in words or "maintenance" in words:
+        return "drain"
+    if words & {"resv-exclusive"}:
+        return "reserved"
+    return "up"
+
+
+def parse_nodes(doc: Mapping[str, Any], queues: list[str]) -> dict[str, NodeView]:
+    try:
+        raw_nodes = doc["nodes"]
+    except KeyError:
+        raise StateParseError(
+            "pbsnodes JSON has no 'nodes' (is this `pbsnodes -av -F json`?)"
+        ) from None
+    nodes: dict[str, NodeView] = {}
+    for name, raw in raw_nodes.items():
+        queue = raw.get("queue")
+        if queues and queue and queue not in queues:
+            continue
+        capacity = _amounts(raw.get("resources_available", {}))
+        capacity.setdefault("cpu", int(raw.get("pcpus", 0)))
+        used = _amounts(raw.get("resources_assigned", {}))
+        nodes[name] = NodeView(
+            name=name,
+            capacity=capacity,
+            used={r: used.get(r, 0) for r in capacity},
+            state=node_state(str(raw.get("state", ""))),
+            partitions=(queue,) if queue else (),
+        )
+    return nodes
+
+
+def _chunk(spec: str) -> tuple[int, Amounts]:
+    """``"2:ncpus=4:mem=8gb"`` → (2, {"cpu": 4, "mem": 8192})."""
+    count = 1
+    resources: dict[str, Any] = {}
+    for i, part in enumerate(spec.split(":")):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            resources[key] = value
+        elif i == 0 and part.isdigit():
+            count = int(part)
+    return count, _amounts(resources)
+
+
+def job_shape(resource_list: Mapping[str, Any]) -> JobShape:
+    select = str(resource_list.get("select") or "")
+    place = str(resource_list.get("place") or "free")
+    if select:
+        chunks = [_chunk(spec) for spec in select.split("+")]
+        units = sum(count for count, _ in chunks)
+        per_unit: Amounts = {}
+        for _, amounts in chunks:  # different chunk kinds: the largest of each (safe side)
+            for name, amount in amounts.items():
+                per_unit[name] = max(per_unit.get(name, 0), amount)
+    else:
+        units, per_unit = 1, _amounts(resource_list)
+    per_unit.setdefault("cpu", 1)
+    if "pack" in place or units == 1:
+        whole = {name: amount * units for name, amount in per_unit.items()}
+        return JobShape(units=1, per_unit=whole, single_node=True)
+    return JobShape(
+        units=units, per_unit=per_unit, one_unit_per_node="scatter" in place or "excl" in place
+    )
+
+
+def exec_vnode_units(exec_vnode: str) -> dict[str, int]:
+    """``"(n1:ncpus=4)+(n1:ncpus=4)+(n2:ncpus=4)"`` → {"n1": 2, "n2": 1} (chunks per node)."""
+    counts: dict[str, int] = {}
+    for chunk in re.findall(r"\(([^)]*)\)", exec_vnode):
+        for piece in chunk.split("+"):  # a chunk may span vnodes: (a:ncpus=2+b:ncpus=2)
+            counts[piece.split(":", 1)[0]] = counts.get(piece.split(":", 1)[0], 0) + 1
+            break
+    return counts
+
+
+def parse_jobs(
+    doc: Mapping[str, Any], *, tag: str, queues: list[str], unlimited_s: int
+) -> list[JobView]:
+    jobs: list[JobView] = []
+    for job_id, raw in (doc.get("Jobs") or {}).items():
+        queue = str(raw.get("queue") or "")
+        if queues and queue not in queues:
+            continue
+        if raw.get("array") == "True" and "[]" in job_id:
+            continue  # array parent: its subjobs are listed and started one by one
+        state_code = str(raw.get("job_state", ""))
+        resources = raw.get("Resource_List") or {}
+        shape = job_shape(resources)
+        if state_code in {"F", "X"}:
+            exit_status = int(raw.get("Exit_status", 0) or 0)
+            state = (
+                "completed"
+                if exit_status == 0
+                else "cancelled"
+                if exit_status in {-1, 271}
+                else "failed"
+            )
+        else:
+            state = _STATE.get(state_code, "other")
+        allocation = (
+            exec_vnode_units(str(raw.get("exec_vnode") or "")) if state == "running" else {}
+        )
+        if allocation and shape.single_node:
+            allocation = {next(iter(allocation)): 1}
+        holds = str(raw.get("Hold_Types") or "n")
+        tagged = str(resources.get(tag, "")).lower() == "true"
+        jobs.append(
+            JobView(
+                id=job_id,
+                user=str(raw.get("euser") or str(raw.get("Job_Owner", "")).split("@")[0]),
+                group=str(raw.get("egroup") or ""),
+                name=str(raw.get("Job_Name") or ""),
+                partition=queue,
+                state=state,
+                submit=pbs_time(raw.get("qtime") or raw.get("ctime")) or 0,
+                time_limit_s=walltime_s(resources.get("walltime")) or unlimited_s,
+                shape=shape,
+                held_for_us=state_code == "H" and "s" in holds and tagged,
+                tagged=tagged,
+                priority=int(raw.get("Priority", 0) or 0),
+                reason=str(raw.get("comment") or ""),
+                start=pbs_time(raw.get("stime")) if state != "pending" else None,
+                end=pbs_time(raw.get("obittime") or raw.get("mtime"))
+                if state_code == "F"
+                else None,
+                allocation=allocation,
+            )
+        )
+    return jobs
+
+
+def exec_spec(allocation: Mapping[str, int], per_unit: Amounts) -> str:
+    """``qrun -H`` spec: one chunk per unit, ``(node:ncpus=4:mem=1024mb:ngpus=1)+...``."""
+    chunks: list[str] = []
+    for node, units in allocation.items():
+        fields = [node] + [
+            f"{PBS_NAME_OF[r]}={a}mb" if r == "mem" else f"{PBS_NAME_OF[r]}={a}"
+            for r, a in per_unit.items()
+            if r in PBS_NAME_OF and a > 0
+        ]
+        chunks += [f"({':'.join(fields)})"] * units
+    return "+".join(chunks)
+
+
+def qrun_argv(job_id: str, allocation: Mapping[str, int], per_unit: Amounts) -> list[str]:
+    return ["qrun", "-H", exec_spec(allocation, per_unit), job_id]
+
+
+def qalter_walltime_argv(job_id: str, seconds: int) -> list[str]:
+    return ["qalter", "-l", f"walltime={walltime_text(seconds)}", job_id]
+
+
+@dataclass
+class PbsBackend:
+    runner: Runner
+    tag: str = "extsched"
+    queues: list[str] = field(default_factory=list)
+    unlimited_s: int = 7 * 86400
+    name: str = "pbs"
+    _last: ClusterState | None = None
+
+    def read_state(self) -> ClusterState:
+        nodes_doc = json.loads(self.runner.run(["pbsnodes", "-av", "-F", "json"]))
+        jobs_doc = json.loads(self.runner.run(["qstat", "-f", "-x", "-F", "json"]))
+        state = ClusterState(
+            time=int(time.time()),
+            nodes=parse_nodes(nodes_doc, self.queues),
+            jobs=parse_jobs(
+                jobs_doc, tag=self.tag, queues=self.queues, unlimited_s=self.unlimited_s
+            ),
+        )
+        self._last = state
+        return state
+
+    def start(self, job_id: str, nodes: list[str]) -> None:
+        job = self._last.job(job_id) if self._last else None
+        if job is None:
+            raise StateParseError(f"job {job_id} unknown; read state before starting jobs")
+        allocation = (
+            {n: 1 for n in nodes}
+            if job.shape.one_unit_per_node or len(nodes) > 1
+            else {nodes[0]: job.shape.units}
+        )
+        self.runner.run(["qrls", "-h", "s", job_id])
+        self.runner.run(qrun_argv(job_id, allocation, job.shape.per_unit))
+
+    def start_allocation(self, job_id: str, allocation: Mapping[str, int]) -> list[list[str]]:
+        """The commands a start with this exact allocation runs (for tests and dry runs)."""
+        job = self._last.job(job_id) if self._last else None
+        if job is None:
+            raise StateParseError(f"job {job_id} unknown; read state first")
+        return [["qrls", "-h", "s", job_id], qrun_argv(job_id, allocation, job.shape.per_unit)]
+
+    def hold(self, job_id: str, *, unpin: bool) -> None:
+        self.runner.run(["qhold", "-h", "s", job_id])
+
+    def release_to_native(self, job_id: str) -> None:
+        self.runner.run(["qrls", "-h", "s", job_id])
+
+    def extend(self, job_id: str, new_limit_s: int) -> None:
+        self.runner.run(qalter_walltime_argv(job_id, new_limit_s))
+
+    def finished_jobs(self, state: ClusterState) -> list[JobView]:
+        return [j for j in state.finished if j.start and j.end]

@@ -1,0 +1,150 @@
+"""Slurm through its commands: squeue/sinfo (JSON or text), scontrol, sacct."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurm_bridge import hostlist, slurm_json, slurm_text
+from slurm_bridge.errors import CommandError, StateParseError
+from slurm_bridge.finished import parse_sacct, sacct_argv
+from slurm_bridge.model import ClusterState, JobView
+from slurm_bridge.runner import Runner
+from slurm_bridge.slurm_common import partition_max_minutes
+from slurm_bridge.slurm_rest import SlurmRestClient
+
+log = logging.getLogger("slurm_bridge.slurm")
+
+EPOCH_TIMES = {"SLURM_TIME_FORMAT": "%s"}
+
+
+@dataclass
+class SlurmBackend:
+    runner: Runner
+    tag: str = "extsched"
+    partitions: list[str] = field(default_factory=list)
+    source: str = "json"  # json | text | rest
+    finished_source: str = "auto"  # auto | jobcomp | sacct | squeue
+    unlimited_s: int = 7 * 86400
+    bin_dir: Path | None = None
+    rest: SlurmRestClient | None = None
+    name: str = "slurm"
+    _finished_source_found: str | None = None
+
+    def _cmd(self, name: str) -> str:
+        return str(self.bin_dir / name) if self.bin_dir else name
+
+    # ---- reading ---------------------------------------------------------------
+    def read_state(self) -> ClusterState:
+        now = int(time.time())
+        limits = partition_max_minutes(
+            self.runner.run([self._cmd("scontrol"), "-o", "show", "partition"])
+        )
+        notes: list[str] = []
+        if self.source == "rest" and self.rest is not None:
+            nodes_doc, jobs_doc = self.rest.nodes(), self.rest.jobs()
+            return self._from_json(now, nodes_doc, jobs_doc, limits, notes)
+        if self.source == "json":
+            try:
+                nodes_doc = _load(self.runner.run([self._cmd("sinfo"), "--json"]), "sinfo")
+                jobs_doc = _load(self.runner.run([self._cmd("squeue"), "-a", "--json"]), "squeue")
+                return self._from_json(now, nodes_doc, jobs_doc, limits, notes)
+            except (CommandError, StateParseError) as exc:
+                # Slurm built without JSON support: keep going with the text formats.
+                log.warning("JSON state unavailable, using text formats: %s", exc)
+                notes.append("json unavailable; text fallback")
+        nodes = slurm_text.parse_nodes(
+            self.runner.run(slurm_text.sinfo_argv(self._cmd("sinfo"))), self.partitions
+        )
+        extras = slurm_text.job_extras(
+            self.runner.run([self._cmd("scontrol"), "-o", "show", "job"])
+        )
+        jobs = slurm_text.parse_jobs(
+            self.runner.run(slurm_text.squeue_argv(self._cmd("squeue")), env=EPOCH_TIMES),
+            extras=extras,
+            tag=self.tag,
+            partitions=self.partitions,
+            partition_max=limits,
+            unlimited_s=self.unlimited_s,
+        )
+        return ClusterState(time=now, nodes=nodes, jobs=jobs, notes=tuple(notes))
+
+    def _from_json(
+        self,
+        now: int,
+        nodes_doc: dict,
+        jobs_doc: dict,
+        limits: dict[str, int | None],
+        notes: list[str],
+    ) -> ClusterState:
+        nodes = slurm_json.parse_nodes(nodes_doc, self.partitions)
+        jobs = slurm_json.parse_jobs(
+            jobs_doc,
+            tag=self.tag,
+            partitions=self.partitions,
+            partition_max=limits,
+            unlimited_s=self.unlimited_s,
+        )
+        return ClusterState(time=now, nodes=nodes, jobs=jobs, notes=tuple(notes))
+
+    # ---- acting ----------------------------------------------------------------
+    def start(self, job_id: str, nodes: list[str]) -> None:
+        scontrol = self._cmd("scontrol")
+        self.runner.run([scontrol, "update", f"JobId={job_id}", f"NodeList={hostlist.join(nodes)}"])
+        self.runner.run([scontrol, "release", job_id])
+
+    def hold(self, job_id: str, *, unpin: bool) -> None:
+        scontrol = self._cmd("scontrol")
+        self.runner.run([scontrol, "hold", job_id])
+        if unpin:
+            self.runner.run([scontrol, "update", f"JobId={job_id}", "NodeList="])
+
+    def release_to_native(self, job_id: str) -> None:
+        self.runner.run([self._cmd("scontrol"), "release", job_id])
+
+    def extend(self, job_id: str, new_limit_s: int) -> None:
+        if self.rest is not None and self.source == "rest":
+            self.rest.update_job(job_id, {"time_limit": math.ceil(new_limit_s / 60)})
+            return
+        minutes = math.ceil(new_limit_s / 60)
+        self.runner.run(
+            [self._cmd("scontrol"), "update", f"JobId={job_id}", f"TimeLimit={minutes}"]
+        )
+
+    # ---- finished jobs -----------------------------------------------------------
+    def finished_jobs(self, state: ClusterState) -> list[JobView]:
+        source = self._finished_source_found or self.finished_source
+        candidates = ["jobcomp", "sacct", "squeue"] if source == "auto" else [source]
+        for candidate in candidates:
+            if candidate == "squeue":
+                self._finished_source_found = "squeue"
+                return [j for j in state.finished if j.start]
+            try:
+                out = self.runner.run(
+                    sacct_argv(self._cmd("sacct"), jobcomp=candidate == "jobcomp"),
+                    env=EPOCH_TIMES,
+                )
+            except CommandError as exc:
+                if source != "auto":
+                    raise
+                log.info("finished jobs: %s not usable (%s)", candidate, exc.reason)
+                continue
+            self._finished_source_found = candidate
+            return parse_sacct(
+                out, partitions=self.partitions, unlimited_s=self.unlimited_s, now=state.time
+            )
+        return []
+
+
+def _load(text: str, what: str) -> dict:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateParseError(f"{what} --json printed invalid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise StateParseError(f"{what} --json printed {type(doc).__name__}, not an object")
+    return doc

@@ -1,0 +1,100 @@
+"""Pieces both Slurm readers (JSON and text) share: states, limits, partitions."""
+
+from __future__ import annotations
+
+import re
+
+from slurm_bridge.errors import StateParseError
+from slurm_bridge.model import NodeStateName
+
+_RUNNING_STATES = {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED"}
+_END_STATES = {
+    "COMPLETED": "completed",
+    "FAILED": "failed",
+    "CANCELLED": "cancelled",
+    "TIMEOUT": "timeout",
+    "NODE_FAIL": "node_fail",
+}
+
+
+def job_state(slurm_state: str) -> str:
+    """Slurm's job state → pending, running, or one of the wire's end states."""
+    state = slurm_state.strip().upper().split()[0] if slurm_state.strip() else ""
+    state = state.split("+", 1)[0]
+    if state in {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}:
+        return "pending"
+    if state in _RUNNING_STATES:
+        return "running"
+    return _END_STATES.get(state, "other")
+
+
+def node_state(state: str, flags: list[str] | tuple[str, ...] = ()) -> NodeStateName:
+    """A node's Slurm state (``idle``, ``mixed+drain``, ``down*``...) → the wire's state."""
+    words = {w.strip("*~#!%$@^-").upper() for w in re.split(r"[+ ]", state) if w}
+    words |= {f.upper() for f in flags}
+    if words & {"DOWN", "FAIL", "FAILING", "NOT_RESPONDING", "FUTURE", "UNKNOWN", "NO_RESPOND"}:
+        return "down"
+    if words & {"POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "REBOOT"}:
+        return "down"
+    if words & {"DRAIN", "DRAINED", "DRAINING", "MAINT"}:
+        return "drain"
+    if words & {"RESERVED", "RESV"}:
+        return "reserved"
+    return "up"
+
+
+_LIMIT = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def time_limit_minutes(text: str | int | None) -> int | None:
+    """Slurm's time limit (minutes, or ``[D-]HH:MM:SS``/``MM:SS``/``MM``) in minutes.
+
+    ``None`` for UNLIMITED / INFINITE / NOT_SET (the caller substitutes the partition's
+    maximum). Seconds are rounded up: a limit never shrinks.
+    """
+    if text is None:
+        return None
+    if isinstance(text, int):
+        return text
+    value = text.strip()
+    if value.upper() in {"", "UNLIMITED", "INFINITE", "NOT_SET", "N/A", "NONE", "PARTITION_LIMIT"}:
+        return None
+    match = _LIMIT.match(value)
+    if not match:
+        raise StateParseError(f"cannot read time limit {text!r}")
+    days = int(match.group(1) or 0)
+    parts = [int(g) for g in match.groups()[1:] if g is not None]
+    if match.group(1) is not None:  # D-HH[:MM[:SS]]
+        hours, minutes, seconds = [*parts, 0, 0][:3]
+    elif len(parts) == 3:
+        hours, minutes, seconds = parts
+    elif len(parts) == 2:
+        hours, minutes, seconds = 0, parts[0], parts[1]
+    else:
+        hours, minutes, seconds = 0, parts[0], 0
+    return days * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+
+
+def partition_max_minutes(scontrol_show_partition: str) -> dict[str, int | None]:
+    """``scontrol -o show partition`` → partition → MaxTime in minutes (None: unlimited)."""
+    limits: dict[str, int | None] = {}
+    for line in scontrol_show_partition.splitlines():
+        name = re.search(r"(?:^|\s)PartitionName=(\S+)", line)
+        max_time = re.search(r"(?:^|\s)MaxTime=(\S+)", line)
+        if name:
+            limits[name.group(1)] = time_limit_minutes(max_time.group(1)) if max_time else None
+    return limits
+
+
+def memory_mib(text: str | None) -> int | None:
+    """``"256M"``, ``"4G"``, ``"1000"`` → MiB; empty / N/A → None."""
+    if text is None:
+        return None
+    value = text.strip().upper()
+    if not value or value in {"N/A", "0", "NONE"}:
+        return None
+    match = re.match(r"^(\d+(?:\.\d+)?)([KMGT]?)B?[NC]?$", value)
+    if not match:
+        raise StateParseError(f"cannot read memory {text!r}")
+    scale = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[match.group(2)]
+    return max(1, round(float(match.group(1)) * scale))

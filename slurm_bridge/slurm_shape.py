@@ -1,0 +1,144 @@
+"""Turn a Slurm job's request into cpsched's identical units, and parse GRES strings.
+
+Slurm asks in tasks, CPUs per task, memory per CPU or per node, and GRES per node, per
+task or per job. cpsched asks in ``units × per_unit``. Three shapes cover what can be
+started exactly by pinning a node list:
+
+* **single node** (one task, ``-N 1``, or per-node GRES/memory on one node): one unit
+  holding the whole request; the allocation is one node.
+* **one unit per node** (``-N k`` with k > 1): a unit is one node's share; the job needs
+  k distinct nodes (the bridge refuses an allocation that stacks two units on a node).
+* **tasks** (``-n k`` free to spread): a unit is one task; any node set works, Slurm
+  distributes the tasks over the pinned nodes itself.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from slurm_bridge.model import Amounts, JobShape
+
+_GRES_COUNT = re.compile(r"^(\d+)([KMG]?)$")
+_SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def parse_gres(text: str | None) -> Amounts:
+    """``"gpu:2,gpu:a100:1(S:0),gres:fpga:1"`` → ``{"gpu": 3, "fpga": 1}``; empty → {}."""
+    amounts: Amounts = {}
+    if not text or text.strip() in {"(null)", "N/A", "None"}:
+        return amounts
+    for raw in re.split(r",(?![^()]*\))", text):
+        item = raw.split("(", 1)[0].strip()
+        for prefix in ("gres:", "gres/"):
+            if item.startswith(prefix):
+                item = item[len(prefix) :]
+        if not item:
+            continue
+        parts = item.split(":")
+        name = parts[0]
+        count = 1
+        if len(parts) > 1:
+            match = _GRES_COUNT.match(parts[-1])
+            if match:
+                count = int(match.group(1)) * _SUFFIX[match.group(2)]
+        amounts[name] = amounts.get(name, 0) + count
+    return amounts
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmRequest:
+    """The request fields a shape is derived from (from JSON or text output)."""
+
+    cpus: int
+    tasks: int
+    node_count: int
+    max_nodes: int  # 0: not limited
+    cpus_per_task: int | None
+    mem_per_cpu: int | None  # MiB
+    mem_per_node: int | None  # MiB
+    gres_per_node: Amounts
+    gres_per_task: Amounts
+    gres_per_job: Amounts
+
+
+def job_shape(req: SlurmRequest) -> JobShape:
+    """The units × per_unit view of a Slurm request (see the module docstring)."""
+    tasks = max(req.tasks, 1)
+    nodes = max(req.node_count, 1)
+    cpus = max(req.cpus, 1)
+    per_task_cpus = req.cpus_per_task or max(1, cpus // tasks)
+    per_node_only = bool(req.gres_per_node) or req.mem_per_node is not None
+    if tasks == 1 or req.max_nodes == 1 or (nodes == 1 and per_node_only):
+        whole: Amounts = {"cpu": cpus}
+        if req.mem_per_cpu:
+            whole["mem"] = req.mem_per_cpu * cpus
+        elif req.mem_per_node:
+            whole["mem"] = req.mem_per_node
+        for name, count in req.gres_per_node.items():
+            whole[name] = whole.get(name, 0) + count
+        for name, count in req.gres_per_task.items():
+            whole[name] = whole.get(name, 0) + count * tasks
+        for name, count in req.gres_per_job.items():
+            whole[name] = whole.get(name, 0) + count
+        return JobShape(units=1, per_unit=whole, single_node=True)
+    if nodes > 1 and (per_node_only or req.max_nodes == nodes):
+        node_cpus = math.ceil(cpus / nodes)
+        share: Amounts = {"cpu": node_cpus}
+        if req.mem_per_node:
+            share["mem"] = req.mem_per_node
+        elif req.mem_per_cpu:
+            share["mem"] = req.mem_per_cpu * node_cpus
+        for name, count in req.gres_per_node.items():
+            share[name] = share.get(name, 0) + count
+        for name, count in req.gres_per_task.items():
+            share[name] = share.get(name, 0) + math.ceil(count * tasks / nodes)
+        for name, count in req.gres_per_job.items():
+            share[name] = share.get(name, 0) + math.ceil(count / nodes)
+        return JobShape(units=nodes, per_unit=share, one_unit_per_node=True)
+    unit: Amounts = {"cpu": per_task_cpus}
+    if req.mem_per_cpu:
+        unit["mem"] = req.mem_per_cpu * per_task_cpus
+    elif req.mem_per_node:
+        unit["mem"] = math.ceil(req.mem_per_node / tasks)
+    for name, count in req.gres_per_task.items():
+        unit[name] = unit.get(name, 0) + count
+    for name, count in req.gres_per_job.items():
+        unit[name] = unit.get(name, 0) + math.ceil(count / tasks)
+    return JobShape(units=tasks, per_unit=unit)
+
+
+def units_on_nodes(shape: JobShape, cpus_by_node: dict[str, int]) -> dict[str, int]:
+    """Units of a running job on each node, from the CPUs Slurm allocated there.
+
+    The result always sums to ``shape.units`` (the wire schema checks it): per-node CPU
+    counts that do not divide evenly are rounded, and the difference is taken from (or
+    given to) the nodes holding the most units.
+    """
+    names = list(cpus_by_node)
+    if not names:
+        return {}
+    if shape.single_node:
+        return {names[0]: 1}
+    if shape.one_unit_per_node:
+        if len(names) >= shape.units:
+            return dict.fromkeys(names[: shape.units], 1)
+        return _spread(shape.units, names)
+    per_unit_cpus = max(shape.per_unit.get("cpu", 1), 1)
+    counts = {n: max(1, cpus_by_node[n] // per_unit_cpus) for n in names}
+    if len(names) > shape.units:  # more nodes than units: cannot give each one a unit
+        return _spread(shape.units, names)
+    while sum(counts.values()) > shape.units:
+        counts[max(counts, key=counts.__getitem__)] -= 1
+    while sum(counts.values()) < shape.units:
+        counts[max(counts, key=counts.__getitem__)] += 1
+    return counts
+
+
+def _spread(units: int, names: list[str]) -> dict[str, int]:
+    """``units`` dealt round-robin over ``names``; nodes left with none are omitted."""
+    counts = dict.fromkeys(names, 0)
+    for i in range(units):
+        counts[names[i % len(names)]] += 1
+    return {name: count for name, count in counts.items() if count}

@@ -1,0 +1,219 @@
+"""Read the ``-O`` text formats of squeue and sinfo, for sites without ``--json``.
+
+Fields are separated by ``|``; the job name comes last so a ``|`` in a name cannot
+shift the other columns. The hold tag is not in squeue's ``-O`` fields (AdminComment is
+refused there), so it comes from ``scontrol -o show job``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from slurm_bridge import hostlist
+from slurm_bridge.errors import StateParseError
+from slurm_bridge.model import JobView, NodeView
+from slurm_bridge.slurm_common import (
+    job_state,
+    memory_mib,
+    node_state,
+    time_limit_minutes,
+)
+from slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
+
+SQUEUE_FIELDS = (
+    "JobID",
+    "ArrayJobID",
+    "ArrayTaskID",
+    "UserName",
+    "GroupName",
+    "Partition",
+    "State",
+    "Reason",
+    "PriorityLong",
+    "NumCPUs",
+    "NumNodes",
+    "NumTasks",
+    "cpus-per-task",
+    "MinMemory",
+    "tres-per-node",
+    "tres-per-task",
+    "tres-per-job",
+    "TimeLimit",
+    "SubmitTime",
+    "StartTime",
+    "EndTime",
+    "NodeList",
+    "ReqNodes",
+    "MaxNodes",
+    "Name",
+)
+SINFO_FIELDS = (
+    "NodeList",
+    "StateLong",
+    "CPUs",
+    "Memory",
+    "Gres",
+    "GresUsed",
+    "CPUsState",
+    "AllocMem",
+    "Partition",
+)
+
+
+def squeue_argv(squeue: str) -> list[str]:
+    spec = ",".join(f"{name}:|" for name in SQUEUE_FIELDS[:-1]) + f",{SQUEUE_FIELDS[-1]}:0"
+    return [squeue, "-h", "-a", "-t", "all", "-O", spec]
+
+
+def sinfo_argv(sinfo: str) -> list[str]:
+    spec = ",".join(f"{name}:|" for name in SINFO_FIELDS[:-1]) + f",{SINFO_FIELDS[-1]}:0"
+    return [sinfo, "-N", "-h", "-a", "-O", spec]
+
+
+def _epoch(text: str) -> int | None:
+    value = text.strip()
+    return int(value) if value.isdigit() else None
+
+
+def _num(text: str) -> int | None:
+    value = text.strip()
+    return int(value) if value.isdigit() else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobExtras:
+    """What ``squeue -O`` cannot say: the hold tag and whether memory is per CPU."""
+
+    admin_comment: str = ""
+    mem_per_cpu: int | None = None
+    mem_per_node: int | None = None
+    max_nodes: int = 0  # 0: not limited ("NumNodes=1"); "NumNodes=2-2" gives 2
+
+
+def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
+    """``scontrol -o show job`` → job id → AdminComment and memory request."""
+    found: dict[str, JobExtras] = {}
+    for line in scontrol_show_job.splitlines():
+        job = re.match(r"^JobId=(\d+)", line)
+        if not job:
+            continue
+        array = re.search(r"\sArrayJobId=(\d+) ArrayTaskId=(\d+)\s", line)
+        comment = re.search(r"\sAdminComment=(\S*)", line)
+        per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", line)
+        per_node = re.search(r"\sMinMemoryNode=(\S+)", line)
+        node_range = re.search(r"\sNumNodes=\d+-(\d+)\s", line)
+        key = f"{array.group(1)}_{array.group(2)}" if array else job.group(1)
+        found[key] = JobExtras(
+            admin_comment=comment.group(1) if comment else "",
+            mem_per_cpu=memory_mib(per_cpu.group(1)) if per_cpu else None,
+            mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
+            max_nodes=int(node_range.group(1)) if node_range else 0,
+        )
+    return found
+
+
+def parse_nodes(text: str, partitions: list[str]) -> dict[str, NodeView]:
+    """``sinfo -N -O`` lines → nodes (one line per node and partition)."""
+    nodes: dict[str, NodeView] = {}
+    parts_of: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cols = line.split("|")
+        if len(cols) != len(SINFO_FIELDS):
+            raise StateParseError(f"sinfo line has {len(cols)} fields, not {len(SINFO_FIELDS)}")
+        name, state, cpus, mem, gres, gres_used, cpus_state, alloc_mem, partition = (
+            c.strip() for c in cols
+        )
+        partition = partition.rstrip("*")
+        parts_of.setdefault(name, set()).add(partition)
+        if partitions and not parts_of[name] & set(partitions):
+            continue
+        capacity = {"cpu": int(cpus), "mem": int(mem.rstrip("+") or 0)}
+        capacity.update(parse_gres(gres))
+        used = {"cpu": int(cpus_state.split("/")[0]), "mem": _num(alloc_mem) or 0}
+        used.update(parse_gres(gres_used))
+        nodes[name] = NodeView(
+            name=name,
+            capacity=capacity,
+            used={r: used.get(r, 0) for r in capacity},
+            state=node_state(state),
+            partitions=tuple(sorted(parts_of[name])),
+        )
+    return nodes
+
+
+def parse_jobs(
+    text: str,
+    *,
+    extras: Mapping[str, JobExtras],
+    tag: str,
+    partitions: list[str],
+    partition_max: Mapping[str, int | None],
+    unlimited_s: int,
+) -> list[JobView]:
+    """``squeue -O`` lines (run with ``SLURM_TIME_FORMAT=%s``) → jobs."""
+    jobs: list[JobView] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cols = line.split("|", len(SQUEUE_FIELDS) - 1)
+        if len(cols) != len(SQUEUE_FIELDS):
+            raise StateParseError(f"squeue line has {len(cols)} fields: {line[:120]!r}")
+        row = dict(zip(SQUEUE_FIELDS, (c.strip() for c in cols[:-1]), strict=False))
+        name = cols[-1].rstrip()
+        if partitions and not set(row["Partition"].split(",")) & set(partitions):
+            continue
+        task = row["ArrayTaskID"]
+        if task not in {"N/A", ""} and not task.isdigit():
+            continue  # pending array meta-record
+        job_id = f"{row['ArrayJobID']}_{task}" if task.isdigit() else row["JobID"]
+        extra = extras.get(job_id, JobExtras())
+        request = SlurmRequest(
+            cpus=_num(row["NumCPUs"]) or 1,
+            tasks=_num(row["NumTasks"]) or 1,
+            node_count=_num(row["NumNodes"]) or 1,
+            # squeue -O MaxNodes prints the node count when no maximum was asked for
+            max_nodes=extra.max_nodes if job_id in extras else _num(row["MaxNodes"]) or 0,
+            cpus_per_task=_num(row["cpus-per-task"]),
+            mem_per_cpu=extra.mem_per_cpu,
+            mem_per_node=extra.mem_per_node,
+            gres_per_node=parse_gres(row["tres-per-node"]),
+            gres_per_task=parse_gres(row["tres-per-task"]),
+            gres_per_job=parse_gres(row["tres-per-job"]),
+        )
+        shape = job_shape(request)
+        state = job_state(row["State"])
+        limit_min = time_limit_minutes(row["TimeLimit"])
+        if limit_min is None:
+            limit_min = partition_max.get(row["Partition"])
+        nodes = hostlist.expand(row["NodeList"])
+        cpus_each = max(1, (_num(row["NumCPUs"]) or 1) // max(len(nodes), 1))
+        priority = _num(row["PriorityLong"]) or 0
+        tagged = extra.admin_comment == tag
+        jobs.append(
+            JobView(
+                id=job_id,
+                user=row["UserName"],
+                group=row["GroupName"],
+                name=name,
+                partition=row["Partition"],
+                state=state,
+                submit=_epoch(row["SubmitTime"]) or 0,
+                time_limit_s=max(limit_min * 60 if limit_min else unlimited_s, 60),
+                shape=shape,
+                held_for_us=state == "pending" and tagged and priority == 0,
+                tagged=tagged,
+                priority=priority,
+                reason=row["Reason"],
+                start=_epoch(row["StartTime"]) if state != "pending" else None,
+                end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
+                allocation=units_on_nodes(shape, dict.fromkeys(nodes, cpus_each))
+                if state == "running"
+                else {},
+                required_nodes=tuple(hostlist.expand(row["ReqNodes"])),
+            )
+        )
+    return jobs

@@ -1,0 +1,79 @@
+"""The bridge's bookkeeping, persisted atomically as one JSON file.
+
+What must survive a restart: finished jobs the service acknowledged (never posted twice),
+jobs the bridge pinned and released (re-held if they do not start), jobs handed to
+Slurm's scheduler by the ``release`` fallback (taken back when the service returns),
+and extensions granted per job (the service counts them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from slurm_bridge.errors import StateFileError
+
+KEEP_DELIVERED_S = 14 * 86400
+
+
+@dataclass
+class Pin:
+    nodes: list[str]
+    at: float
+
+
+@dataclass
+class BridgeState:
+    delivered: dict[str, int] = field(default_factory=dict)  # job id → end time
+    pinned: dict[str, Pin] = field(default_factory=dict)
+    fallback_released: dict[str, float] = field(default_factory=dict)  # job id → when
+    extensions: dict[str, int] = field(default_factory=dict)
+    started: dict[str, list[str]] = field(default_factory=dict)  # job id → chosen nodes
+    fallback_active: bool = False
+
+    def forget_old(self, now: int) -> None:
+        """Drop acknowledged ids older than the finished-job look-back (bounded file)."""
+        self.delivered = {
+            j: end for j, end in self.delivered.items() if now - end < KEEP_DELIVERED_S
+        }
+
+
+def load(path: Path) -> BridgeState:
+    if not path.exists():
+        return BridgeState()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return BridgeState(
+            delivered={str(k): int(v) for k, v in raw.get("delivered", {}).items()},
+            pinned={str(k): Pin(**v) for k, v in raw.get("pinned", {}).items()},
+            fallback_released={
+                str(k): float(v) for k, v in raw.get("fallback_released", {}).items()
+            },
+            extensions={str(k): int(v) for k, v in raw.get("extensions", {}).items()},
+            started={str(k): list(v) for k, v in raw.get("started", {}).items()},
+            fallback_active=bool(raw.get("fallback_active", False)),
+        )
+    except (OSError, ValueError, TypeError) as exc:
+        raise StateFileError(
+            f"cannot read bridge state {path} ({exc}); move it aside to start afresh "
+            "(finished jobs may then be posted again; the service ignores duplicates)"
+        ) from None
+
+
+def save(path: Path, state: BridgeState) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(state), handle, separators=(",", ":"), sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except OSError as exc:
+        raise StateFileError(
+            f"cannot write bridge state {path} ({exc}); check the directory's permissions"
+        ) from None

@@ -1,0 +1,210 @@
+"""Fixtures of the bridge tests: a real Slurm 22.05 test bed and a real cpsched service.
+
+The test bed is started once per session by ``testbed/start.sh`` (which installs the
+Debian packages when missing) and stopped by ``testbed/stop.sh`` using its pid files.
+If it cannot start, ``slurm`` tests fail when ``CI`` is set and are skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from cpsched.local_service import LocalService, write_config
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+TESTBED = HERE / "testbed"
+KIT = REPO / "slurm_bridge" / "kit"
+FIXTURES = HERE / "fixtures"
+TOKEN = "bridge-test-token-0123"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"Slurm test bed unavailable in CI: {reason}")
+    pytest.skip(f"Slurm test bed unavailable: {reason}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def free_port_block(size: int) -> int:
+    """A first port such that ``size`` consecutive ports are free (slurmd ports)."""
+    for base in range(17100, 30000, 37):
+        ok = True
+        for port in range(base, base + size):
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no block of free ports")
+
+
+@dataclass
+class Testbed:
+    __test__ = False  # not a test class, despite the name
+
+    root: Path
+    env: dict[str, str]
+    nodes: list[str] = field(default_factory=lambda: ["node1", "node2", "gpu1", "gpu2"])
+
+    def run(self, *argv: str, check: bool = True) -> str:
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, env=self.env, check=False, timeout=60
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"{argv} failed: {done.stderr}")
+        return done.stdout
+
+    def sbatch(self, *options: str, script: str = "sleep 30") -> str:
+        out = self.run(
+            "sbatch",
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-D",
+            str(self.root / "jobs"),
+            *options,
+            "--wrap",
+            script,
+        )
+        return out.strip().split(";")[0]
+
+    def job(self, job_id: str) -> dict[str, str]:
+        """One job's fields from ``squeue`` (state, nodes, limit in minutes, priority)."""
+        out = self.run("squeue", "-h", "-t", "all", "-j", job_id, "-o", "%i|%T|%N|%l|%Q|%r|%M")
+        for line in out.splitlines():
+            jid, state, nodes, limit, prio, reason, elapsed = line.split("|")
+            if jid == job_id:
+                return {
+                    "state": state,
+                    "nodes": nodes,
+                    "limit": limit,
+                    "priority": prio,
+                    "reason": reason,
+                    "elapsed": elapsed,
+                }
+        return {
+            "state": "GONE",
+            "nodes": "",
+            "limit": "",
+            "priority": "",
+            "reason": "",
+            "elapsed": "",
+        }
+
+    def wait_state(self, job_id: str, states: set[str], timeout_s: float = 30) -> dict[str, str]:
+        end = time.monotonic() + timeout_s
+        info = self.job(job_id)
+        while info["state"] not in states and time.monotonic() < end:
+            time.sleep(0.25)
+            info = self.job(job_id)
+        return info
+
+    def wait_visible(self, job_ids: list[str], timeout_s: float = 15) -> None:
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if all(self.job(j)["state"] != "GONE" for j in job_ids):
+                return
+            time.sleep(0.2)
+
+    def cancel_all(self) -> None:
+        ids = self.run("squeue", "-h", "-o", "%i", check=False).split()
+        if ids:
+            self.run("scancel", *ids, check=False)
+            end = time.monotonic() + 20
+            while (
+                time.monotonic() < end
+                and self.run(
+                    "squeue", "-h", "-t", "running,completing", "-o", "%i", check=False
+                ).strip()
+            ):
+                time.sleep(0.25)
+
+
+@pytest.fixture(scope="session")
+def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    if sys.platform != "linux":
+        _unavailable("needs Linux")
+    if os.geteuid() != 0:
+        _unavailable("needs root (slurmd and apt-get)")
+    if shutil.which("bash") is None:
+        _unavailable("bash missing")
+    root = Path(tempfile_dir := str(tmp_path_factory.mktemp("slurmtb")))
+    # munge refuses group/world-writable parents; pytest's temp dirs are 0700, fine
+    lua = root / "job_submit.lua"
+    # The kit's own job_submit.lua, with a partition left to Slurm for shadow-mode tests.
+    lua.write_text(
+        (KIT / "job_submit.lua")
+        .read_text()
+        .replace(
+            "local UNMANAGED_PARTITIONS = {}", "local UNMANAGED_PARTITIONS = { shadowq = true }"
+        )
+    )
+    env = {
+        **os.environ,
+        "CTLD_PORT": str(free_port()),
+        "SLURMD_BASE_PORT": str(free_port_block(4)),
+        "JOB_SUBMIT_LUA": str(lua),
+        "SLURM_CONF": f"{tempfile_dir}/etc/slurm.conf",
+    }
+    started = subprocess.run(
+        ["bash", str(TESTBED / "start.sh"), str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    bed = Testbed(root=root, env={**os.environ, "SLURM_CONF": env["SLURM_CONF"]})
+    try:
+        if started.returncode != 0:
+            _unavailable(f"start.sh failed: {started.stderr.strip()[-800:]}")
+        yield bed
+    finally:
+        subprocess.run(
+            ["bash", str(TESTBED / "stop.sh"), str(root)],
+            env=env,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+
+
+@pytest.fixture(scope="module")
+def cpsched_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalService]:
+    root = tmp_path_factory.mktemp("service")
+    defaults = {
+        "dispatcher": "easy",
+        "allocator": "best-fit",
+        "predictor": "last-two",
+        "correction": "simple",
+        "correction_step": 600,
+        "correction_lead": 60,
+        "deadline_s": 2.0,
+    }
+    config = write_config(root / "service.toml", f"sqlite:///{root}/cpsched.db", TOKEN, defaults)
+    # A real ``cpsched serve`` process, stoppable to exercise the bridge's fallbacks.
+    service = LocalService(config, free_port(), root / "service.log")
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop()

@@ -1,0 +1,162 @@
+"""The bridge loop with a fake cluster and a scripted service: modes, fallback, delivery."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+
+from slurm_bridge.client import ServiceClient
+from slurm_bridge.config import BridgeSettings
+from slurm_bridge.errors import CommandError, ServiceRejected
+from slurm_bridge.loop import Bridge
+from slurm_bridge.model import ClusterState
+from tests.slurm_bridge.fakes import FakeCluster, ScriptedService, decision, held, node
+
+
+def make(
+    tmp_path: Path, cluster: FakeCluster, service: ScriptedService, **settings: object
+) -> Bridge:
+    conf = BridgeSettings(
+        cluster="test",
+        state_file=tmp_path / "state.json",
+        metrics_file=tmp_path / "m.prom",
+        pin_grace_s=0,
+        **settings,
+    )
+    client = ServiceClient(
+        "http://svc", "tok", "test", timeout_s=1, transport=httpx.MockTransport(service)
+    )
+    return Bridge(conf, cluster, client, clock=lambda: 5000.0)
+
+
+def state(*jobs: object) -> ClusterState:
+    return ClusterState(time=1000, nodes={"n1": node("n1"), "n2": node("n2")}, jobs=list(jobs))  # type: ignore[arg-type]
+
+
+def test_active_cycle_posts_held_jobs_and_applies_starts(tmp_path: Path) -> None:
+    cluster = FakeCluster(state(held("1"), held("2")))
+    service = ScriptedService(answer=lambda body: decision(starts={"1": {"n2": 1}}))
+    report = make(tmp_path, cluster, service).cycle()
+    assert [q["id"] for q in service.dispatches[0]["queued"]] == ["1", "2"]
+    assert service.dispatches[0]["dry_run"] is False
+    assert report.applied is not None and report.applied.started == {"1": ["n2"]}
+    assert cluster.calls == [("start", "1", "n2")]
+
+
+def test_pinned_job_that_did_not_start_is_held_and_unpinned(tmp_path: Path) -> None:
+    cluster = FakeCluster(state(held("1")))
+    service = ScriptedService(answer=lambda body: decision(starts={"1": {"n1": 1}}))
+    bridge = make(tmp_path, cluster, service)
+    bridge.cycle()
+    service.answer = lambda body: decision()
+    report = bridge.cycle()  # still pending, not running: node turned busy
+    assert report.rehold == ["1"]
+    assert cluster.calls[-1] == ("hold", "1", "True")
+
+
+def test_shadow_mode_posts_dry_runs_and_applies_nothing(tmp_path: Path) -> None:
+    free = replace(held("1"), held_for_us=False, tagged=False, priority=5)
+    cluster = FakeCluster(state(free))
+    service = ScriptedService(answer=lambda body: decision(starts={"1": {"n1": 1}}, dry_run=True))
+    bridge = make(tmp_path, cluster, service, mode="shadow")
+    report = bridge.cycle()
+    assert service.dispatches[0]["dry_run"] is True
+    assert [q["id"] for q in service.dispatches[0]["queued"]] == ["1"]
+    assert cluster.calls == [] and report.applied is None
+    assert '"would_start":{"1":["n1"]}' in bridge.settings.shadow_log_path.read_text()
+
+
+def test_fallback_hold_does_nothing(tmp_path: Path) -> None:
+    cluster = FakeCluster(state(held("1")))
+    bridge = make(tmp_path, cluster, ScriptedService(down=True), fallback="hold")
+    report = bridge.cycle()
+    assert report.fallback == "hold" and cluster.calls == []
+    assert "cpsched_bridge_fallback_active 1" in (tmp_path / "m.prom").read_text()
+
+
+def test_fallback_release_then_service_returns(tmp_path: Path) -> None:
+    cluster = FakeCluster(state(held("1"), held("2")))
+    service = ScriptedService(down=True)
+    bridge = make(tmp_path, cluster, service, fallback="release")
+    assert bridge.cycle().fallback == "release:2"
+    assert cluster.calls == [("release", "1"), ("release", "2")]
+    # job 1 was started by Slurm meanwhile; job 2 still waits
+    cluster.state = replace(
+        cluster.state,
+        jobs=[
+            replace(j, state="running", start=990, allocation={"n1": 1}) if j.id == "1" else j
+            for j in cluster.state.jobs
+        ],
+    )
+    service.down = False
+    report = bridge.cycle()
+    assert report.reclaimed == ["2"]
+    assert cluster.calls[-1] == ("hold", "2", "False")
+    assert not bridge.book.fallback_active and not bridge.book.fallback_released
+    metrics = (tmp_path / "m.prom").read_text()
+    assert "cpsched_bridge_fallback_released_total 2" in metrics
+    assert "cpsched_bridge_fallback_active 0" in metrics
+
+
+def test_fallback_release_waits_for_fallback_after(tmp_path: Path) -> None:
+    cluster = FakeCluster(state(held("1")))
+    bridge = make(
+        tmp_path, cluster, ScriptedService(down=True), fallback="release", fallback_after_s=60
+    )
+    assert bridge.cycle().fallback == "hold"  # clock does not move: not yet
+    assert cluster.calls == []
+
+
+def test_finished_jobs_are_delivered_once_even_across_restarts(tmp_path: Path) -> None:
+    done = replace(held("9"), state="completed", held_for_us=False, start=900, end=960)
+    cluster = FakeCluster(state())
+    cluster.ended = [done]
+    service = ScriptedService()
+    assert make(tmp_path, cluster, service).cycle().finished_posted == 1
+    again = make(tmp_path, cluster, service).cycle()  # a new process, same state file
+    assert again.finished_posted == 0 and again.finished_duplicates == 0
+    assert [j["id"] for j in service.posted_finished] == ["9"]
+    assert service.posted_finished[0]["end"] - service.posted_finished[0]["start"] == 60
+
+
+def test_undelivered_finished_jobs_are_retried(tmp_path: Path) -> None:
+    cluster = FakeCluster(state())
+    cluster.ended = [replace(held("9"), state="failed", start=900, end=910)]
+    service = ScriptedService(down=True)
+    bridge = make(tmp_path, cluster, service)
+    assert bridge.cycle().finished_posted == 0
+    service.down = False
+    assert bridge.cycle().finished_posted == 1
+
+
+def test_rejection_is_a_typed_error_naming_the_token() -> None:
+    client = ServiceClient(
+        "http://svc",
+        "bad",
+        "test",
+        timeout_s=1,
+        transport=httpx.MockTransport(
+            lambda r: httpx.Response(401, json={"error": "unauthorized", "detail": "bad token"})
+        ),
+    )
+    with pytest.raises(ServiceRejected, match="token"):
+        client.dispatch(
+            __import__("service.api.schemas", fromlist=["DispatchRequest"]).DispatchRequest(
+                time=1, nodes=[]
+            )
+        )
+
+
+def test_run_loop_backs_off_and_never_exits_on_errors(tmp_path: Path) -> None:
+    class Broken(FakeCluster):
+        def read_state(self) -> ClusterState:
+            raise CommandError(["squeue"], "exit status 1", "slurmctld down")
+
+    bridge = make(tmp_path, Broken(state()), ScriptedService(), poll_interval_s=1, backoff_max_s=8)
+    sleeps: list[float] = []
+    bridge.run(stop=lambda: len(sleeps) >= 5, sleep=sleeps.append)
+    assert sleeps == [2, 4, 8, 8, 8]
+    assert bridge.metrics.counters["cycle_errors_total"] == 5

@@ -1,0 +1,99 @@
+"""PBS adapter: recorded ``qstat -f -F json`` / ``pbsnodes -av -F json`` and command lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from slurm_bridge.pbs import (
+    PbsBackend,
+    exec_spec,
+    parse_jobs,
+    parse_nodes,
+    qalter_walltime_argv,
+    qrun_argv,
+    size_mib,
+    walltime_s,
+)
+
+FIX = Path(__file__).parent / "fixtures" / "pbs"
+
+
+class RecordingRunner:
+    """Answers the two read commands from the fixtures; records every argv."""
+
+    def __init__(self) -> None:
+        self.argvs: list[list[str]] = []
+
+    def run(self, argv: list[str], *, env: dict | None = None) -> str:
+        self.argvs.append(list(argv))
+        if argv[0] == "pbsnodes":
+            return (FIX / "pbsnodes_av.json").read_text()
+        if argv[0] == "qstat":
+            return (FIX / "qstat_f.json").read_text()
+        return ""
+
+
+def test_sizes_and_walltimes() -> None:
+    assert size_mib("65536000kb") == 64000 and size_mib("8gb") == 8192
+    assert size_mib("1048576") == 1 and size_mib(2**20) == 1
+    assert walltime_s("01:30:00") == 5400 and walltime_s("90:00") == 5400
+
+
+def test_nodes() -> None:
+    nodes = parse_nodes(json.loads((FIX / "pbsnodes_av.json").read_text()), [])
+    assert nodes["gn01"].capacity == {"cpu": 32, "mem": 257000, "gpu": 4}
+    assert nodes["gn01"].used == {"cpu": 8, "mem": 16384, "gpu": 1}
+    assert nodes["cn01"].state == "up" and nodes["cn01"].used["cpu"] == 4
+    assert nodes["gn02"].state == "drain" and nodes["cn03"].state == "down"
+
+
+def test_jobs() -> None:
+    doc = json.loads((FIX / "qstat_f.json").read_text())
+    jobs = {j.id: j for j in parse_jobs(doc, tag="extsched", queues=[], unlimited_s=60)}
+    assert jobs["1041.pbs-head"].allocation == {"cn01": 1}
+    assert jobs["1041.pbs-head"].shape.per_unit == {"cpu": 4, "mem": 8192}
+    train = jobs["1042.pbs-head"]
+    assert train.name == 'train "resnet" é' and train.user == "bob" and train.state == "running"
+    sweep = jobs["1043.pbs-head"]
+    assert sweep.held_for_us and sweep.shape.one_unit_per_node and sweep.shape.units == 2
+    assert sweep.shape.per_unit == {"cpu": 8, "mem": 16384} and sweep.time_limit_s == 3600
+    assert not jobs["1044.pbs-head"].held_for_us  # queued, not on our system hold
+    assert jobs["1045.pbs-head"].held_for_us
+    done = jobs["1039.pbs-head"]
+    assert done.state == "completed" and done.end is not None and done.start is not None
+    assert done.end - done.start == 30 * 60 + 2
+    only_gpu = parse_jobs(doc, tag="extsched", queues=["gpuq"], unlimited_s=60)
+    assert {j.id for j in only_gpu} == {"1042.pbs-head", "1045.pbs-head"}
+
+
+def test_command_lines() -> None:
+    assert exec_spec({"cn01": 1, "cn02": 1}, {"cpu": 8, "mem": 16384}) == (
+        "(cn01:ncpus=8:mem=16384mb)+(cn02:ncpus=8:mem=16384mb)"
+    )
+    assert qrun_argv("1045.pbs-head", {"gn01": 1}, {"cpu": 4, "gpu": 2}) == [
+        "qrun",
+        "-H",
+        "(gn01:ncpus=4:ngpus=2)",
+        "1045.pbs-head",
+    ]
+    assert qalter_walltime_argv("1042.pbs-head", 4 * 3600 + 600) == [
+        "qalter",
+        "-l",
+        "walltime=04:10:00",
+        "1042.pbs-head",
+    ]
+
+
+def test_backend_runs_release_then_qrun_with_exact_nodes() -> None:
+    runner = RecordingRunner()
+    backend = PbsBackend(runner=runner)
+    state = backend.read_state()
+    assert len(state.held) == 2
+    backend.start("1043.pbs-head", ["cn02", "cn01"])
+    backend.extend("1042.pbs-head", 5 * 3600)
+    assert runner.argvs[2:] == [
+        ["qrls", "-h", "s", "1043.pbs-head"],
+        ["qrun", "-H", "(cn02:ncpus=8:mem=16384mb)+(cn01:ncpus=8:mem=16384mb)", "1043.pbs-head"],
+        ["qalter", "-l", "walltime=05:00:00", "1042.pbs-head"],
+    ]

@@ -1,0 +1,214 @@
+"""Parsing recorded Slurm 22.05 outputs (JSON and -O text) into the bridge's model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slurm_bridge import hostlist
+from slurm_bridge.errors import StateParseError
+from slurm_bridge.finished import parse_sacct
+from slurm_bridge.slurm_common import node_state, partition_max_minutes, time_limit_minutes
+from slurm_bridge.slurm_json import parse_jobs, parse_nodes
+from slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres
+from slurm_bridge.slurm_text import job_extras
+from slurm_bridge.slurm_text import parse_jobs as parse_text_jobs
+from slurm_bridge.slurm_text import parse_nodes as parse_text_nodes
+
+FIX = Path(__file__).parent / "fixtures" / "slurm"
+
+
+def load(name: str) -> dict:
+    return json.loads((FIX / name).read_text())
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("gpu[1-2]", ["gpu1", "gpu2"]),
+        ("node[01-03,7],gpu1", ["node01", "node02", "node03", "node7", "gpu1"]),
+        ("a[1-2]b[3-4]", ["a1b3", "a1b4", "a2b3", "a2b4"]),
+        ("", []),
+        ("(null)", []),
+    ],
+)
+def test_hostlist_expands(text: str, names: list[str]) -> None:
+    assert hostlist.expand(text) == names
+
+
+def test_hostlist_refuses_garbage() -> None:
+    with pytest.raises(StateParseError):
+        hostlist.expand("node[1-x]")
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [
+        ("10:00", 10),
+        ("1:30:00", 90),
+        ("2-00:00:00", 2880),
+        ("45", 45),
+        ("0:30", 1),
+        ("UNLIMITED", None),
+        ("INFINITE", None),
+        (None, None),
+        (17, 17),
+        ("1-2", 1560),
+    ],
+)
+def test_time_limits(text: str | int | None, minutes: int | None) -> None:
+    assert time_limit_minutes(text) == minutes
+
+
+def test_gres_strings() -> None:
+    assert parse_gres("gpu:2") == {"gpu": 2}
+    assert parse_gres("gpu:a100:2(S:0-1),gpu:v100:1,fpga:1") == {"gpu": 3, "fpga": 1}
+    assert parse_gres("gres:gpu:1") == {"gpu": 1}
+    assert parse_gres("gpu:1(IDX:0)") == {"gpu": 1}
+    assert parse_gres("(null)") == {} and parse_gres("") == {}
+
+
+def test_node_states() -> None:
+    assert node_state("idle") == "up" and node_state("mixed") == "up"
+    assert node_state("idle", ["DRAIN"]) == "drain" and node_state("drained") == "drain"
+    assert node_state("down*") == "down" and node_state("idle", ["NOT_RESPONDING"]) == "down"
+    assert node_state("reserved") == "reserved" and node_state("mixed+drain") == "drain"
+
+
+def test_sinfo_json_nodes_with_gres_and_use() -> None:
+    nodes = parse_nodes(load("sinfo_busy.json"), [])
+    assert nodes["gpu1"].capacity == {"cpu": 8, "mem": 8000, "gpu": 2}
+    assert nodes["gpu1"].used == {"cpu": 2, "mem": 512, "gpu": 2}
+    assert nodes["node2"].capacity == {"cpu": 4, "mem": 4000}
+    assert nodes["node2"].free() == {"cpu": 1, "mem": 3388}
+    assert parse_nodes(load("sinfo_busy.json"), ["other"]) == {}
+
+
+def test_squeue_json_held_jobs_and_shapes() -> None:
+    jobs = {
+        j.id: j
+        for j in parse_jobs(
+            load("squeue_held.json"),
+            tag="extsched",
+            partitions=[],
+            partition_max={},
+            unlimited_s=3600,
+        )
+    }
+    assert all(j.held_for_us for j in jobs.values())
+    weird = jobs["1"]
+    assert weird.name == 'my "job" é x' and weird.time_limit_s == 120
+    assert (weird.shape.units, weird.shape.per_unit) == (1, {"cpu": 2, "mem": 512})
+    two_nodes = jobs["2"]  # -N 2 --gres=gpu:1: one unit per node
+    assert two_nodes.shape.one_unit_per_node and two_nodes.shape.units == 2
+    assert two_nodes.shape.per_unit == {"cpu": 1, "mem": 256, "gpu": 1}
+    tasks = jobs["3"]  # -n 3 --mem-per-cpu=100: three spreadable tasks
+    assert (tasks.shape.units, tasks.shape.per_unit) == (3, {"cpu": 1, "mem": 100})
+    per_task_gpu = jobs["4"]  # -n 2 --gpus-per-task=1
+    assert per_task_gpu.shape.per_unit == {"cpu": 1, "mem": 256, "gpu": 1}
+    assert jobs["3"].time_limit_s == 600  # the partition's DefaultTime, as squeue shows it
+
+
+def test_squeue_json_running_allocations() -> None:
+    jobs = {
+        j.id: j
+        for j in parse_jobs(
+            load("squeue_running.json"),
+            tag="extsched",
+            partitions=[],
+            partition_max={},
+            unlimited_s=3600,
+        )
+    }
+    assert jobs["1"].allocation == {"node2": 1}
+    assert jobs["2"].allocation == {"gpu1": 1, "gpu2": 1}
+    assert jobs["3"].allocation == {"node1": 2, "node2": 1}  # 2 + 1 cores allocated
+    assert all(not j.held_for_us for j in jobs.values())
+
+
+def test_unlimited_limit_takes_partition_maximum_then_setting() -> None:
+    doc = load("squeue.json")  # time_limit null on these jobs
+    with_max = parse_jobs(
+        doc, tag="x", partitions=[], partition_max={"batch": 120}, unlimited_s=999
+    )
+    assert {j.time_limit_s for j in with_max if j.state == "completed"} == {7200}
+    without = parse_jobs(
+        doc, tag="x", partitions=[], partition_max={"batch": None}, unlimited_s=999
+    )
+    assert {j.time_limit_s for j in without if j.state == "completed"} == {999}
+
+
+def test_partition_max_times() -> None:
+    line = (
+        "PartitionName=batch AllowGroups=ALL DefaultTime=00:10:00 MaxTime=UNLIMITED x\n"
+        "PartitionName=short MaxTime=02:00:00 Nodes=a\n"
+    )
+    assert partition_max_minutes(line) == {"batch": None, "short": 120}
+
+
+def test_text_fallback_matches_json() -> None:
+    extras = job_extras((FIX / "scontrol_show_job.txt").read_text())
+    assert extras["1"].admin_comment == "extsched" and extras["1"].mem_per_cpu == 256
+    jobs = {
+        j.id: j
+        for j in parse_text_jobs(
+            (FIX / "squeue_O.txt").read_text(),
+            extras=extras,
+            tag="extsched",
+            partitions=[],
+            partition_max={},
+            unlimited_s=3600,
+        )
+    }
+    assert jobs["1"].name == 'my "job" é x' and jobs["1"].state == "completed"
+    assert jobs["9"].shape.per_unit == {"cpu": 1, "mem": 256, "gpu": 2}
+    assert jobs["6"].allocation == {"node2": 1} and jobs["6"].time_limit_s == 660
+    nodes = parse_text_nodes((FIX / "sinfo_O.txt").read_text(), [])
+    assert nodes["gpu1"].capacity == {"cpu": 8, "mem": 8000, "gpu": 2}
+    assert nodes["gpu1"].used == {"cpu": 3, "mem": 768, "gpu": 2}
+
+
+def test_shape_rules() -> None:
+    base = {
+        "cpus_per_task": None,
+        "mem_per_cpu": 256,
+        "mem_per_node": None,
+        "gres_per_node": {},
+        "gres_per_task": {},
+        "gres_per_job": {},
+    }
+    single = job_shape(SlurmRequest(cpus=4, tasks=4, node_count=1, max_nodes=1, **base))
+    assert single.single_node and single.per_unit == {"cpu": 4, "mem": 1024}
+    spread = job_shape(
+        SlurmRequest(cpus=8, tasks=4, node_count=1, max_nodes=0, **base | {"cpus_per_task": 2})
+    )
+    assert (spread.units, spread.per_unit) == (4, {"cpu": 2, "mem": 512})
+
+
+def test_sacct_jobcomp_output() -> None:
+    text = (
+        "2|root(0)|root|batch|gpu[1-2]|CANCELLED by 0|1795361288|1795361288|1795361298|1|2|2|wrap\n"
+        "7|bob(1000)|users|batch|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|a|b\n"
+        "8|bob(1000)|users|other|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|x\n"
+        "9|bob(1000)|users|batch|None assigned|CANCELLED|1795361200|Unknown|1795361350|10|1|0|y\n"
+        "7.batch|bob(1000)|users|batch|node1|COMPLETED|1|2|3|10|2|1|batch\n"
+    )
+    jobs = {j.id: j for j in parse_sacct(text, partitions=["batch"], unlimited_s=60, now=0)}
+    assert set(jobs) == {"2", "7"}  # other partition, never started, steps: left out
+    assert jobs["2"].state == "cancelled" and jobs["2"].shape.units == 2
+    assert jobs["7"].name == "a|b" and jobs["7"].user == "bob"
+    assert (jobs["7"].start, jobs["7"].end) == (1795361290, 1795361350)
+
+
+def test_running_units_always_sum_to_the_job_and_are_positive() -> None:
+    from slurm_bridge.model import JobShape
+    from slurm_bridge.slurm_shape import units_on_nodes
+
+    tasks = JobShape(units=3, per_unit={"cpu": 1})
+    assert units_on_nodes(tasks, {"a": 2, "b": 1}) == {"a": 2, "b": 1}
+    assert units_on_nodes(tasks, {"a": 4, "b": 1}) == {"a": 2, "b": 1}
+    assert units_on_nodes(tasks, dict.fromkeys("abcd", 1)) == {"a": 1, "b": 1, "c": 1}
+    odd = units_on_nodes(JobShape(units=4, per_unit={"cpu": 2}), {"a": 3, "b": 3})
+    assert sum(odd.values()) == 4 and min(odd.values()) > 0

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Start a throw-away single-host Slurm 22.05 test bed for the bridge's `slurm` tests.
+# Run as root. Installs the Debian packages when missing. Everything lives under $TB
+# (first argument); every daemon's pid is kept under $TB/run so stop.sh stops exactly
+# what this started. Adapted from ../shared/slurm/start-testbed.sh.
+#   CPU_NODES / GPU_NODES: fake nodes (node1..: 4 CPUs 4000 MB; gpu1..: 8 CPUs 8000 MB gpu:2)
+#   CTLD_PORT / SLURMD_BASE_PORT: ports (the fixture picks free ones)
+#   JOB_SUBMIT_LUA: the job_submit.lua to install ("" = no external-scheduler hold)
+#   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
+set -euo pipefail
+TB=${1:?usage: start.sh TESTBED_DIR}
+CPU_NODES=${CPU_NODES:-2}
+GPU_NODES=${GPU_NODES:-2}
+CTLD_PORT=${CTLD_PORT:-16817}
+SLURMD_BASE_PORT=${SLURMD_BASE_PORT:-17001}
+JOB_SUBMIT_LUA=${JOB_SUBMIT_LUA-}
+HOST=$(hostname -s)
+export SLURM_CONF=$TB/etc/slurm.conf
+T0=$(date +%s%N)
+
+die() {
+  echo "start.sh: $*" >&2
+  tail -n 5 "$TB"/log/slurmctld.log "$TB"/log/slurmd-*.log 2>/dev/null >&2 || true
+  exit 1
+}
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+wait_for() {  # wait_for <seconds> <description> <command...>
+  local n=$(( $1 * 4 )) what=$2; shift 2
+  for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done
+  die "timed out waiting for $what"
+}
+
+[ "$(id -u)" = 0 ] || die "must run as root (slurmd needs it); run the tests as root"
+
+# ---- packages (Debian's Slurm 22.05), installed only when missing ------------------
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
+   || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null; then
+  command -v apt-get >/dev/null || die "Slurm is not installed and apt-get is unavailable"
+  # keep the packages' maintainer scripts from starting system daemons
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || die "apt-get update failed"
+  apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge \
+    slurmrestd >/dev/null || die "apt-get install of Slurm failed"
+  rm -f /usr/sbin/policy-rc.d; trap - EXIT
+fi
+
+for f in "$TB"/run/*.pid "$TB"/munge/munged.pid; do
+  alive "$f" && die "already running ($f); run stop.sh first"
+done
+rm -rf "$TB/state" "$TB/log"
+mkdir -p "$TB"/{etc,log,run,munge,dev,jobs,state/ctld}
+chmod 755 "$TB" "$TB/munge" "$TB/jobs"
+
+# ---- munge (own key, socket, pid file) -------------------------------------------
+dd if=/dev/urandom of="$TB/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$TB/munge/munge.key"
+MSOCK=$TB/munge/munge.socket
+munged --force --socket="$MSOCK" --key-file="$TB/munge/munge.key" \
+  --pid-file="$TB/munge/munged.pid" --log-file="$TB/log/munged.log" \
+  --seed-file="$TB/munge/munged.seed"
+wait_for 10 munged bash -c "munge -n -S '$MSOCK' | unmunge -S '$MSOCK'"
+
+# ---- configuration ----------------------------------------------------------------
+NODES=(); NODELINES=""; port=$SLURMD_BASE_PORT
+for i in $(seq 1 "$CPU_NODES"); do
+  NODES+=("node$i")
+  NODELINES+="NodeName=node$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=4 RealMemory=4000 State=UNKNOWN"$'\n'
+  port=$((port + 1))
+done
+for i in $(seq 1 "$GPU_NODES"); do
+  NODES+=("gpu$i")
+  NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=8 RealMemory=8000 Gres=gpu:2 State=UNKNOWN"$'\n'
+  port=$((port + 1))
+done
+JOBSUBMIT=""
+if [ -n "$JOB_SUBMIT_LUA" ]; then
+  cp "$JOB_SUBMIT_LUA" "$TB/etc/job_submit.lua"
+  JOBSUBMIT="JobSubmitPlugins=lua"
+fi
+
+cat > "$TB/etc/slurm.conf" <<CONF
+ClusterName=testbed
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_BASE_PORT
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MSOCK
+StateSaveLocation=$TB/state/ctld
+SlurmdSpoolDir=$TB/state/d/%n
+SlurmctldPidFile=$TB/run/slurmctld.pid
+SlurmdPidFile=$TB/run/slurmd-%n.pid
+SlurmctldLogFile=$TB/log/slurmctld.log
+SlurmdLogFile=$TB/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$TB/log/jobcomp.txt
+$JOBSUBMIT
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+SlurmdParameters=config_overrides
+ReturnToService=2
+GresTypes=gpu
+KillWait=5
+MinJobAge=300
+$NODELINES
+PartitionName=batch Nodes=ALL Default=YES DefaultTime=10 MaxTime=INFINITE State=UP
+# left to Slurm's own scheduler by the tests' job_submit.lua (shadow-mode tests)
+PartitionName=shadowq Nodes=ALL Default=NO DefaultTime=10 MaxTime=INFINITE State=UP
+CONF
+
+# fake GPUs: gres/gpu needs File= entries that are character devices -> symlinks to /dev/null
+ln -sf /dev/null "$TB/dev/gpu0"; ln -sf /dev/null "$TB/dev/gpu1"
+if [ "$GPU_NODES" -gt 0 ]; then
+  printf 'AutoDetect=off\nNodeName=gpu[1-%s] Name=gpu File=%s/dev/gpu[0-1]\n' \
+    "$GPU_NODES" "$TB" > "$TB/etc/gres.conf"
+else
+  : > "$TB/etc/gres.conf"
+fi
+echo "export SLURM_CONF=$SLURM_CONF" > "$TB/env.sh"
+
+# ---- slurmctld, then one slurmd per fake node (each daemonizes and writes its pid) --
+slurmctld -i
+wait_for 30 slurmctld bash -c "scontrol ping | grep -q 'is UP'"
+for n in "${NODES[@]}"; do
+  mkdir -p "$TB/state/d/$n"
+  slurmd -N "$n"
+done
+nodes_up() { ! sinfo -h -N -o '%T' | grep -qvE '^(idle|mixed|allocated|completing)$'; }
+wait_for 60 "all nodes up" nodes_up
+
+# ---- slurmrestd on a unix socket (optional: the bridge's rest state source) ----------
+if [ "${WITH_RESTD:-1}" = 1 ] && command -v slurmrestd >/dev/null; then
+  SLURMRESTD_SECURITY=disable_user_check nohup slurmrestd -s openapi/v0.0.38 \
+    -a rest_auth/local "unix:$TB/run/rest.sock" > "$TB/log/slurmrestd.log" 2>&1 &
+  echo $! > "$TB/run/slurmrestd.pid"
+  wait_for 20 slurmrestd test -S "$TB/run/rest.sock"
+fi
+
+echo "testbed up in $(( ($(date +%s%N) - T0) / 1000000 )) ms: ${NODES[*]}"
