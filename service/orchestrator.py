@@ -161,29 +161,10 @@ class Orchestrator:
                         for job_id, d in predicted.items()
                     )
                 history.record_predictions(session, runtime.cluster_id, new)
-                decision_id = history.record_decision(
-                    session,
-                    DecisionRow(
-                        cluster_id=runtime.cluster_id,
-                        snapshot_time=snapshot.time,
-                        snapshot_digest=digest,
-                        dry_run=request.dry_run,
-                        queued=len(request.queued),
-                        running=len(request.running),
-                        starts=[s.model_dump() for s in answer.starts],
-                        extensions=[e.model_dump() for e in answer.extensions],
-                        diagnostics={
-                            **answer.diagnostics.model_dump(),
-                            "rejected": [r.model_dump() for r in answer.rejected],
-                        },
-                        wall_ms=wall_ms,
-                        snapshot=(
-                            request.model_dump(mode="json")
-                            if self.settings.audit_snapshots
-                            else None
-                        ),
-                    ),
-                )
+                row = _audit_row(runtime.cluster_id, request, answer, digest)
+                if self.settings.audit_snapshots:
+                    row.snapshot = request.model_dump(mode="json")
+                decision_id = history.record_decision(session, row)
         self._count(cluster, snapshot, answer, solve_s, time.perf_counter() - began)
         return answer.model_copy(update={"decision_id": decision_id})
 
@@ -347,6 +328,26 @@ class Orchestrator:
                         pending=_pending(snapshot, decision, position),
                     )
         return JobInfoOut(**base, state="unknown")
+
+
+def _audit_row(
+    cluster_id: int, request: DispatchRequest, answer: DecisionOut, digest: str
+) -> DecisionRow:
+    return DecisionRow(
+        cluster_id=cluster_id,
+        snapshot_time=request.time,
+        snapshot_digest=digest,
+        dry_run=request.dry_run,
+        queued=len(request.queued),
+        running=len(request.running),
+        starts=[s.model_dump() for s in answer.starts],
+        extensions=[e.model_dump() for e in answer.extensions],
+        diagnostics={
+            **answer.diagnostics.model_dump(),
+            "rejected": [r.model_dump() for r in answer.rejected],
+        },
+        wall_ms=answer.diagnostics.wall_ms,
+    )
 
 
 def _pending(snapshot: Snapshot, decision: Decision | None, position: int) -> PendingReason:

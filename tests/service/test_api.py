@@ -223,3 +223,11 @@ def test_database_down_is_a_503_not_a_crash(postgres_url):
         assert answer.json()["error"] == "database_unavailable"
         assert client.get("/readyz").status_code == 503
         assert client.get("/healthz").status_code == 200
+
+
+def test_audit_keeps_whole_snapshots_when_asked(make_client, database_url):
+    client = make_client(audit_snapshots=True)
+    dispatch(client, snapshot(queued=[job("q1")]))
+    with make_engine(database_url).connect() as conn:
+        kept = conn.scalar(select(DecisionRow.snapshot))
+    assert kept["queued"][0]["id"] == "q1"
