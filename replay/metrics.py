@@ -226,6 +226,9 @@ def summarise(
         "mean_bounded_slowdown": _mean(m.bounded_slowdown[keep]),
         "killed_jobs": int(jobs.killed.sum()),
         "killed_jobs_after_warmup": int(jobs.killed[keep].sum()),
+        "mean_allocation_efficiency": None
+        if jobs.efficiency is None
+        else _mean(jobs.efficiency[keep]),
         **_machine(result),
         **_dispatch(result, include_timings),
         "by_length_class": _by_class(m, keep),
@@ -239,6 +242,8 @@ def summarise(
             "utilisation": "integral of the used capacity (sampled at every event) over "
             "[first submit, last end]",
             "length_class": "by trace run time: short < 1 h, medium 1-5 h, long > 5 h",
+            "allocation_efficiency": "per job at its start, thesis eq. 2.7: its request over "
+            "what its nodes had free, every type in units of the largest node's capacity",
         },
         "settings": jsonable(result.settings),
     }

@@ -47,9 +47,14 @@ class JobRecords:
     killed: np.ndarray
     predicted: np.ndarray
     """``d_i`` the dispatcher used at start; equals ``requested`` for the wall-time approach."""
+    efficiency: np.ndarray | None = None
+    """float64 resource allocation efficiency at start (thesis eq. 2.7, see
+    ``replay.simulator``); None when the producer did not measure it."""
 
     def __post_init__(self) -> None:
         n = len(self.job_id)
+        if self.efficiency is not None and len(self.efficiency) != n:
+            raise InputError(f"JobRecords.efficiency has {len(self.efficiency)} entries, not {n}")
         for name in (*_JOB_INT_COLUMNS, "killed"):
             if len(getattr(self, name)) != n:
                 raise InputError(

@@ -36,6 +36,7 @@ from replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
 from replay.swf import TraceJob
 from replay.system import System
 from service.dispatch import (
+    Allocation,
     Decision,
     Dispatcher,
     Job,
@@ -99,12 +100,16 @@ class Simulator:
         self._end = np.full(count, -1, dtype=np.int64)
         self._killed = np.zeros(count, dtype=bool)
         self._predicted = np.zeros(count, dtype=np.int64)
+        self._efficiency = np.zeros(count, dtype=np.float64)
 
         self._rows: list[tuple[int, ...]] = [node.capacity for node in system.nodes]
         self._capacity_total = tuple(sum(col) for col in zip(*self._rows, strict=True)) or tuple(
             0 for _ in system.resource_names
         )
         self._free_total = list(self._capacity_total)
+        # Efficiency counts each type in units of the largest node's capacity of it.
+        largest = [max(col) for col in zip(*self._rows, strict=True)] if self._rows else []
+        self._scale = [(r, 1.0 / c) for r, c in enumerate(largest) if c > 0]
         self._running: dict[str, RunningJob] = {}
         self._queue: list[Job] = []
         self._durations: dict[str, int] = {}
@@ -213,16 +218,25 @@ class Simulator:
         self._queue = [job for job in self._queue if job.id not in started]
         for s in decision.starts:
             job = by_id[s.job_id]
+            index = self._index[job.id]
+            self._efficiency[index] = self._allocation_efficiency(job, s.allocation)
             shift(self._rows, self._free_total, s.allocation, job, -1)
             duration = self.predictor.predict(job, start)
             self._durations[job.id] = duration
             limit = job.time_limit if self.options.limits == "requested" else duration
             running = RunningJob(job, start, limit, s.allocation)
             self._running[job.id] = running
-            index = self._index[job.id]
             self._start[index] = start
             self._predicted[index] = duration
             self._plan_end(index, running)
+
+    def _allocation_efficiency(self, job: Job, allocation: Allocation) -> float:
+        """Thesis eq. 2.7: what ``job`` takes over what its nodes had free just before,
+        summed over every type (accelerators a job leaves idle on its nodes count)."""
+        taken = sum(job.request[r] * scale for r, scale in self._scale)
+        rows = self._rows
+        free = sum(rows[node][r] * scale for node, _ in allocation for r, scale in self._scale)
+        return taken / free if free > 0 else 1.0
 
     def _extend(self, decision: Decision) -> None:
         for extension in decision.extensions:
@@ -285,6 +299,7 @@ class Simulator:
             procs=np.array([tj.job.request[cpu] for tj in trace], dtype=np.int64),
             killed=self._killed,
             predicted=self._predicted,
+            efficiency=self._efficiency,
         )
         series = TimeSeries(
             time=np.frombuffer(self._times, dtype=np.int64).copy(),

@@ -29,6 +29,11 @@ counted under exactly one skip rule. *clamp*, *fill* and *count* rules touch kep
   hand the wall-time approach the right answer (MetaCentrum's log has no requests).
 - ``run_exceeds_request`` (count): ran longer than asked; kept as logged, because the
   log says it ran and cpsched never kills a job on its original request.
+- ``units_from_sidecar`` (fill): the trace's unit-request sidecar (``T.swf.gres.csv``,
+  :mod:`replay.swf_sidecar`) gives the job's units, per-unit request (accelerators
+  included) and name; the SWF processor and memory fields then only cross-check it.
+  ``exceeds_machine`` applies to the sidecar's shape: a job asking for a GPU is skipped
+  on a machine without GPUs.
 """
 
 from __future__ import annotations
@@ -43,7 +48,9 @@ from pathlib import Path
 from typing import IO
 
 from cpsched.errors import ConfigError, TraceError
+from replay.swf_sidecar import UnitShape, read_sidecar, sidecar_path, unit_request
 from replay.system import System
+from service.dispatch.capacity import units_fitting
 from service.dispatch.problem import Job
 
 RULES: dict[str, str] = {
@@ -62,6 +69,7 @@ RULES: dict[str, str] = {
         "used as the limit"
     ),
     "run_exceeds_request": "count: ran longer than requested, kept as logged",
+    "units_from_sidecar": "fill: units, per-unit request and name from the .gres.csv sidecar",
 }
 SKIP_RULES: tuple[str, ...] = tuple(k for k, v in RULES.items() if v.startswith("skip"))
 MAX_EXAMPLES = 5
@@ -179,6 +187,17 @@ class _Machine:
         self._plain = tuple(1 if i == 0 else 0 for i in range(len(names)))
         self.fits = {0: sum(c for c, _ in self._nodes)}
         self.requests = {0: self._plain}
+        self._capacities = [n.capacity for n in system.nodes]
+        self._shape_fits: dict[tuple[int, ...], int] = {}
+
+    def units_fitting(self, unit: tuple[int, ...]) -> int:
+        """Units of per-unit request ``unit`` the idle machine holds (sidecar jobs)."""
+        fit = self._shape_fits.get(unit)
+        if fit is None:
+            wanted = tuple((r, a) for r, a in enumerate(unit) if a)
+            fit = sum(units_fitting(c, wanted) for c in self._capacities) if wanted else 0
+            self._shape_fits[unit] = fit
+        return fit
 
     def add(self, mem: int) -> None:
         # Few distinct memory sizes occur in a trace, so this runs a handful of times.
@@ -193,6 +212,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
     if limit is not None and limit < 0:
         raise ConfigError(f"the number of jobs to replay must be >= 0, got {limit}")
     machine = _Machine(system)
+    shapes = read_sidecar(sidecar_path(path))
     max_limit = system.max_time_limit
     has_mem = machine.mem_index is not None
     fits, requests = machine.fits, machine.requests
@@ -254,6 +274,10 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                         mem = ceil(kb / 1024)
                         if mem not in fits:
                             machine.add(mem)
+                shape = shapes.get(number)
+                unit: tuple[int, ...] | None = None
+                if shape is not None:
+                    unit = _sidecar_unit(shape, number, procs, system, has_mem, path)
                 if number in seen:
                     rule = "duplicate_id"
                 elif submit < 0:
@@ -264,6 +288,12 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                     rule = "no_run_time"
                 elif procs <= 0:
                     rule = "no_processors"
+                elif shape is not None and not (
+                    unit and shape.units <= machine.units_fitting(unit)
+                ):
+                    rule = "exceeds_machine"
+                elif shape is not None:
+                    rule = ""
                 elif procs > fits[mem]:
                     rule = "exceeds_machine"
                 else:
@@ -287,12 +317,16 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                 elif run > requested:
                     note("run_exceeds_request", lineno)
                 user, group, name, queue = map(labels.__getitem__, parts[11:15])
+                units, per_unit = procs, requests[mem]
+                if shape is not None and unit is not None:
+                    units, per_unit, name = shape.units, unit, shape.name or name
+                    note("units_from_sidecar", lineno)
                 job = Job(
                     id=str(number),
                     submit=submit,
                     time_limit=requested,
-                    units=procs,
-                    unit_request=requests[mem],
+                    units=units,
+                    unit_request=per_unit,
                     user=user,
                     group=group,
                     name=name,
@@ -309,3 +343,17 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
     jobs.sort(key=lambda tj: tj.job.submit)
     report = CleaningReport(lines=lines, kept=kept, counts=counts, examples=examples)
     return Trace(header=_parse_header(header_lines), jobs=jobs, report=report)
+
+
+def _sidecar_unit(
+    shape: UnitShape, number: int, procs: int, system: System, has_mem: bool, trace: Path
+) -> tuple[int, ...] | None:
+    """The sidecar's per-unit request for ``system`` (None: a type it lacks), after
+    checking that it agrees with the SWF line's processor count."""
+    if shape.units * shape.per_unit["cpu"] != procs:
+        raise TraceError(
+            f"{sidecar_path(trace)}:{shape.line}: job {number} has {shape.units} units x "
+            f"{shape.per_unit['cpu']} cpu = {shape.units * shape.per_unit['cpu']} processors, "
+            f"but its SWF line requests {procs}; make the two agree or delete the sidecar line"
+        )
+    return unit_request(shape, system.resource_names, has_mem)

@@ -3,13 +3,18 @@
 An allocator walks a node list and puts as many units on each node as fit, until the
 job is placed; the order of the list is the policy. It never changes the capacity it
 is given; the caller takes what the returned allocation uses.
+
+First-fit and best-fit live here; balanced, weighted, hybrid and priority-weighted, which
+also read the snapshot, in ``allocators_hetero``. ``make_allocator`` builds them all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from cpsched.errors import UnknownPolicyError
+from cpsched.errors import ConfigError, UnknownPolicyError
+from service.dispatch.allocators_hetero import HETEROGENEOUS
 from service.dispatch.capacity import FreeCapacity, units_fitting
 from service.dispatch.problem import Allocation, Job
 
@@ -80,12 +85,31 @@ class BestFit:
         return None
 
 
-ALLOCATORS: dict[str, type[FirstFit] | type[BestFit]] = {"first-fit": FirstFit, "best-fit": BestFit}
+ALLOCATORS: dict[str, Callable[..., Allocator]] = {
+    "first-fit": FirstFit,
+    "best-fit": BestFit,
+    **HETEROGENEOUS,
+}
+"""Every allocator by name; the heterogeneous ones take the critical resource types."""
 
 
-def make_allocator(name: str) -> Allocator:
-    """The allocator registered as ``name``."""
-    try:
-        return ALLOCATORS[name]()
-    except KeyError:
-        raise UnknownPolicyError("allocator", name, ALLOCATORS) from None
+def make_allocator(name: str, *, critical: Sequence[str] | None = None) -> Allocator:
+    """The allocator registered as ``name``.
+
+    ``critical`` names the critical resource types of balanced, weighted, hybrid and
+    priority-weighted (default: every type that not all nodes have); a name may carry
+    them too, ``"balanced:gpu,mic"``, which is how the command line passes them.
+    """
+    base, colon, spec = name.partition(":")
+    if base not in ALLOCATORS:
+        raise UnknownPolicyError("allocator", name, ALLOCATORS)
+    if colon:
+        critical = tuple(t.strip() for t in spec.split(",") if t.strip())
+    if base in HETEROGENEOUS:
+        return HETEROGENEOUS[base](critical)
+    if critical is not None:
+        raise ConfigError(
+            f"allocator {base!r} has no critical resource types; use one of "
+            f"{', '.join(HETEROGENEOUS)} to protect accelerators"
+        )
+    return ALLOCATORS[base]()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from cpsched.errors import UnknownPolicyError
 from predictor.correction import CorrectionPolicy
 from service.dispatch.allocators import make_allocator
+from service.dispatch.contextual import with_allocator_context
 from service.dispatch.correcting import CorrectingDispatcher
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.heuristics import ORDERS, ListDispatcher
@@ -44,12 +45,14 @@ def make_dispatcher(
         # Imported here: OR-Tools is heavy, and heuristic-only callers never need it.
         from service.dispatch.cp import make_cp_dispatcher
 
-        dispatcher = make_cp_dispatcher(name, allocator, search)
+        cp = make_cp_dispatcher(name, allocator, search)
+        dispatcher = with_allocator_context(cp, cp.allocator)
     elif name in HEURISTICS:
         order, backfill = HEURISTICS[name]
-        dispatcher = ListDispatcher(
-            name, ORDERS[order], make_allocator(allocator), backfill=backfill, plan=plan
-        )
+        placer = make_allocator(allocator)
+        listed = ListDispatcher(name, ORDERS[order], placer, backfill=backfill, plan=plan)
+        # balanced, weighted, ... read the snapshot: they observe it before each call.
+        dispatcher = with_allocator_context(listed, placer)
     else:
         raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
     if correction is not None and correction.kind != "off":
