@@ -10,10 +10,12 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cpsched import __version__
+from cpsched import __version__, cli_bench, cli_service, logs
+from cpsched.cli_generate import generate
 from cpsched.errors import CpschedError
 from replay.compare import compare_dispatchers
 from replay.runner import ReplaySettings, run_replay
+from service.dispatch.allocators import ALLOCATORS
 
 app = typer.Typer(
     name="cpsched",
@@ -30,7 +32,13 @@ SystemOpt = Annotated[
     Path | None,
     typer.Option(help="TOML system description; default: derived from the SWF header."),
 ]
-AllocatorOpt = Annotated[str, typer.Option(help="first-fit or best-fit.")]
+AllocatorOpt = Annotated[
+    str,
+    typer.Option(
+        help=f"{', '.join(ALLOCATORS)}; heterogeneous ones may name their critical types: "
+        "balanced:gpu,mic (default: the types not all nodes have)."
+    ),
+]
 PredictorOpt = Annotated[
     str, typer.Option(help="Run-time predictor: wall-time, last-two, profile, adaboost, oracle.")
 ]
@@ -80,10 +88,7 @@ TimingsOpt = Annotated[
 def main_options(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress.")] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format='{"t":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
-    )
+    logs.configure(logging.INFO if verbose else logging.WARNING)
 
 
 @app.command()
@@ -115,6 +120,23 @@ def replay(
     charge_decision_time: ChargeOpt = False,
     plots: PlotsOpt = True,
     timings: TimingsOpt = True,
+    dump_instances: Annotated[
+        Path | None,
+        typer.Option(help="Write every dispatch instance to DIR (for bench-instances)."),
+    ] = None,
+    service: Annotated[
+        str | None,
+        typer.Option(
+            help="Replay over HTTP against the service at this URL: it predicts and "
+            "dispatches with its own configured policy."
+        ),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(help="Bearer token for --service.", envvar="CPSCHED_TOKEN")
+    ] = None,
+    cluster: Annotated[
+        str, typer.Option(help="Cluster name at the service (use a fresh one per replay).")
+    ] = "replay",
 ) -> None:
     """Replay a trace through one dispatcher and write its metrics to OUT."""
     settings = ReplaySettings(
@@ -137,6 +159,10 @@ def replay(
         charge_decision_time=charge_decision_time,
         plots=plots,
         timings=timings,
+        dump_instances=dump_instances,
+        service=service,
+        token=token,
+        cluster=cluster,
     )
     with Progress(
         TextColumn("[bold]replay[/] {task.description}"),
@@ -192,6 +218,11 @@ def compare(
     console.print(f"tables → {out / 'comparison.md'}, {out / 'comparison.csv'}")
 
 
+app.command("bench-instances")(cli_bench.bench_instances)
+app.command("generate")(generate)
+cli_service.register(app)
+
+
 @app.command("predict-eval")
 def predict_eval(
     trace: TraceArg,
@@ -225,3 +256,7 @@ def main() -> None:
     except CpschedError as error:
         console.print(f"[red]error:[/] {error}", soft_wrap=True)
         raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

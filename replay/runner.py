@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Literal, get_args
 from cpsched.errors import TraceError, UnknownPolicyError
 from predictor.correction import correction_policy
 from predictor.registry import PREDICTORS, make_predictor
+from replay.instances import InstanceWriter, RecordingDispatcher, dump_path
 from replay.outputs import write_outputs
+from replay.remote import RemoteScheduler
 from replay.results import ReplayResult
 from replay.simulator import Progress, Simulator, SimulatorOptions
 from replay.swf import read_header, read_swf
@@ -49,6 +51,15 @@ class ReplaySettings:
     plots: bool = True
     timings: bool = True
     """False moves wall-clock figures to timings.json: summary.json is then reproducible."""
+    dump_instances: Path | None = None
+    """Directory to write every dispatch instance to (``replay/instances.py``), or None."""
+    service: str | None = None
+    """Base URL of a running service: it predicts and dispatches, over HTTP (the
+    dispatcher, allocator, predictor and correction settings are then the service's)."""
+    token: str | None = None
+    cluster: str = "replay"
+    """The service's cluster name for this replay (use a fresh one per replay: the
+    service remembers every finished job it was sent)."""
 
 
 def resolve_system(trace: Path, system: Path | None) -> System:
@@ -120,10 +131,26 @@ def simulate(
         limits=settings.limits,
         extension_lead=None if correction.kind == "off" else correction.lead,
     )
+    writer = None
+    if settings.dump_instances is not None:
+        path = dump_path(settings.dump_instances, settings.trace.name, settings.dispatcher)
+        meta = {"trace": settings.trace.name, "dispatcher": settings.dispatcher}
+        writer = InstanceWriter(path, system.resource_names, system.nodes, meta)
+        dispatcher = RecordingDispatcher(dispatcher, writer)
+    remote = None
+    if settings.service is not None:
+        remote = RemoteScheduler(settings.service, settings.cluster, token=settings.token)
+        dispatcher = predictor = remote
     simulator = Simulator(
         system, trace.jobs, dispatcher, predictor, simulator_options, progress=progress
     )
-    result = simulator.run()
+    try:
+        result = simulator.run()
+    finally:
+        if writer is not None:
+            writer.close()
+        if remote is not None:
+            remote.close()
     result.settings.update(
         {
             "trace": settings.trace.name,
@@ -142,6 +169,11 @@ def simulate(
             },
             "jobs_limit": settings.jobs,
             "charge_decision_time": settings.charge_decision_time,
+            "service": (
+                None
+                if settings.service is None
+                else {"url": settings.service, "cluster": settings.cluster}
+            ),
             "cleaning": {
                 "lines": trace.report.lines,
                 "kept": trace.report.kept,

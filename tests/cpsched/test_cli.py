@@ -76,7 +76,7 @@ def test_compare_tabulates_ratios_to_easy(small_trace, tmp_path):
     ("args", "message"),
     [
         (["--dispatcher", "lottery"], "choose one of: easy, fcfs, hcp3, ljf, pcp20, pcp3, sjf"),
-        (["--allocator", "worst-fit"], "choose one of: best-fit, first-fit"),
+        (["--allocator", "worst-fit"], "choose one of: balanced, best-fit, first-fit"),
         (["--predictor", "crystal-ball"], "unknown predictor"),
     ],
 )
