@@ -10,7 +10,6 @@ with the allocator; a job that does not fit on the nodes waits for the next call
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,9 +22,11 @@ from service.dispatch.cp.greedy import candidate_plans, plan_objective
 from service.dispatch.cp.guard import Guard, protect, starving_job
 from service.dispatch.cp.prepare import ModelConfig, Prepared, prepare, priorities, priority_order
 from service.dispatch.cp.search import (
+    Budget,
     Clock,
+    GiveUp,
+    OutOfTime,
     SearchConfig,
-    SearchOutcome,
     make_fallback,
     solve_with_restarts,
 )
@@ -148,8 +149,9 @@ def allocate_now(
 
 
 class HCP3Dispatcher:
-    """HCP3 with search control and fallback. ``clock`` measures the per-call deadline
-    only (injectable for tests); nothing else here reads time."""
+    """HCP3 with search control and fallback. ``clock`` (default: ``search.clock``)
+    measures the per-call deadline only and is injectable for tests; nothing else here
+    reads time."""
 
     name = "hcp3"
 
@@ -160,38 +162,69 @@ class HCP3Dispatcher:
         model: ModelConfig | None = None,
         *,
         fallback: Dispatcher | None = None,
-        clock: Clock = time.perf_counter,
+        clock: Clock | None = None,
     ) -> None:
         self.allocator = allocator if allocator is not None else BestFit()
         self.search = search if search is not None else SearchConfig()
         self.model = model if model is not None else ModelConfig()
         self.fallback = fallback if fallback is not None else make_fallback(self.search)
-        self.clock = clock
+        self.clock = clock if clock is not None else self.search.clock
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         """The steps every CP dispatcher shares; the model-specific ones are the hooks
-        ``_reduce``, ``_formulate`` and ``_extract``."""
-        began = self.clock()
+        ``_reduce``, ``_formulate`` and ``_extract``.
+
+        Never late: the fallback decision is computed first, and before each later phase
+        the deadline is checked; when the time left is only the margin (or less), the
+        fallback decision is returned, its diagnostics naming the phase that had no time.
+        The solver gets the time left minus the margin. Phases are not interrupted, so a
+        call can still overrun by at most the length of the phase under way (hooks check
+        inside their long loops to keep that short).
+        """
+        budget = Budget(self.search, self.clock)
         heuristic = self.fallback.decide(snapshot, durations)
+        budget.mark("fallback")
+        try:
+            return self._decide(snapshot, durations, heuristic, budget)
+        except GiveUp as stop:
+            budget.mark(stop.phase)
+            notes = (stop.detail, budget.note()) if stop.detail else (budget.note(),)
+            diagnostics = Diagnostics(self.name, stop.status, notes=notes)
+            return self._fall_back(heuristic, diagnostics, stop.reason)
+
+    def _decide(
+        self, snapshot: Snapshot, durations: Durations, heuristic: Decision, budget: Budget
+    ) -> Decision:
+        budget.check("prepare")
         prios = priorities(snapshot.queued, durations, snapshot.time)
         order = priority_order(snapshot.queued, prios, durations)
         guard = self._guard(snapshot, durations, order, prios)
         protected = None if guard is None else (guard.job, guard.start_by)
         prepared = prepare(snapshot, durations, self.model, order, prios, protected)
         prepared, context = self._reduce(snapshot, prepared)
+        budget.mark("prepare")
         notes = _reduction_notes(prepared, guard)
         if not prepared.jobs:
             empty = Diagnostics(self.name, "empty", notes=notes)
             return Decision((), planned={}, diagnostics=empty)
-        formulation = self._formulate(snapshot, durations, prepared, context, heuristic)
+        budget.check("formulate")
+        formulation = self._formulate(snapshot, durations, prepared, context, heuristic, budget)
+        budget.mark("build")
+        budget.check("solve")
+        # CP-SAT copies, expands and presolves the model before it looks at its time limit
+        # often; on Curie-sized PCP'20 models that took longer than building it (a 2 s
+        # call overran by 3 s). With less time left than the build took, do not start.
+        if budget.left() - budget.margin <= budget.last("build"):
+            raise OutOfTime("solve")
         outcome = solve_with_restarts(
             formulation.model,
             formulation.variables,
             formulation.hint,
             self.search,
-            self.clock,
-            began,
+            budget.clock,
+            budget.began,
         )
+        budget.mark("solve")
         notes += (
             formulation.hint_note,
             f"search: {outcome.runs} run(s), objective {outcome.objective}; {outcome.stop}",
@@ -209,7 +242,11 @@ class HCP3Dispatcher:
             # SPEC §4 step 2: nothing starts from a proven-infeasible model; no fallback.
             return Decision((), planned={}, diagnostics=diagnostics)
         if outcome.values is None:
-            return self._fall_back(heuristic, diagnostics, outcome)
+            diagnostics = replace(diagnostics, notes=(*notes, budget.note()))
+            return self._fall_back(heuristic, diagnostics, f"no CP solution ({outcome.status})")
+        if budget.left() <= 0:  # the solver overran: its answer is too late to use
+            late = replace(diagnostics, solver_status="deadline", notes=(*notes, budget.note()))
+            return self._fall_back(heuristic, late, "no time left for extract")
         starts, plan, more = self._extract(
             snapshot, prepared, context, formulation, outcome.values, guard
         )
@@ -219,12 +256,23 @@ class HCP3Dispatcher:
             planned={job_id: now + s * unit for job_id, s in plan.items()},
             diagnostics=replace(diagnostics, notes=(*notes, *more)),
         )
+        budget.mark("extract")
         # Cheap independent check (ms): a model bug must never reach the cluster.
         violations = decision_violations(snapshot, decision)
+        budget.mark("validate")
         if violations:
-            bad = replace(diagnostics, notes=(*notes, f"invalid CP decision: {violations[:3]}"))
-            return self._fall_back(heuristic, bad, replace(outcome, status="invalid"))
-        return decision
+            bad = replace(
+                diagnostics,
+                solver_status="invalid",
+                notes=(*notes, f"invalid CP decision: {violations[:3]}", budget.note()),
+            )
+            return self._fall_back(heuristic, bad, "invalid CP decision")
+        return replace(
+            decision,
+            diagnostics=replace(
+                decision.diagnostics, notes=(*decision.diagnostics.notes, budget.note())
+            ),
+        )
 
     # -- the model-specific steps ------------------------------------------------------
 
@@ -239,8 +287,12 @@ class HCP3Dispatcher:
         prepared: Prepared,
         context: Any,
         heuristic: Decision,
+        budget: Budget,
     ) -> Formulation:
+        """The model and its hint; ``budget.check`` between long steps (``OutOfTime``)."""
         plans = candidate_plans(prepared, [s.job_id for s in heuristic.starts])
+        budget.mark("hint")
+        budget.check("build")
         costs = {name: plan_objective(prepared, plan) for name, plan in plans.items()}
         chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
         pooled = build_pooled_model(prepared)
@@ -276,10 +328,9 @@ class HCP3Dispatcher:
         job = starving_job(order, prios, snapshot, self.model.reserve_above)
         return None if job is None else protect(job, snapshot, durations, self.allocator)
 
-    def _fall_back(
-        self, heuristic: Decision, diagnostics: Diagnostics, outcome: SearchOutcome
-    ) -> Decision:
-        why = f"fallback: no CP solution ({outcome.status}); decision of {self.fallback.name}"
+    def _fall_back(self, heuristic: Decision, diagnostics: Diagnostics, reason: str) -> Decision:
+        """The heuristic's decision, marked: ``fallback: <reason>; decision of <name>``."""
+        why = f"fallback: {reason}; decision of {self.fallback.name}"
         return replace(
             heuristic,
             diagnostics=replace(

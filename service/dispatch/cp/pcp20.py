@@ -12,10 +12,9 @@ Jobs planned at ``t`` start with one unit on ``node[i,k]`` for each unit ``k``.
 
 from __future__ import annotations
 
-import time
 from bisect import insort
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from service.dispatch.allocators import Allocator
@@ -43,7 +42,7 @@ from service.dispatch.cp.prepare import (
     ModelJob,
     Prepared,
 )
-from service.dispatch.cp.search import Clock, SearchConfig
+from service.dispatch.cp.search import Budget, Clock, SearchConfig, TooLarge
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
@@ -51,7 +50,16 @@ from service.dispatch.problem import Decision, Snapshot, Start
 
 class PCP20Dispatcher(HCP3Dispatcher):
     """PCP'20 with search control and fallback; constructor as PCP3's.
-    ``order_units`` orders a job's identical units (see ``pcp20_model``)."""
+    ``order_units`` orders a job's identical units, ``merge_running`` joins the running
+    jobs' rectangles (see ``pcp20_model``).
+
+    ``max_unit_hosts`` caps Σ units × host nodes over the window: every unit's node
+    variable, position domains and element tables list its hosts, and CP-SAT loads them
+    before it looks at its time limit. On Curie (5,544 nodes, jobs of hundreds of 1-core
+    units) the sum is 1.4 million in a median window, and a window of 221,000 took 6.6 s
+    to solve in a 2 s call; Eurora-like windows stay under 19,000, HPC2N's and KTH's
+    under 45,000 in nine windows of ten (at most 163,000). Above the cap the call falls
+    back at once (status ``too_large``, reason "model too large")."""
 
     name = "pcp20"
 
@@ -62,11 +70,15 @@ class PCP20Dispatcher(HCP3Dispatcher):
         model: ModelConfig | None = None,
         *,
         fallback: Dispatcher | None = None,
-        clock: Clock = time.perf_counter,
+        clock: Clock | None = None,
         order_units: bool = True,
+        merge_running: bool = True,
+        max_unit_hosts: int = 100_000,
     ) -> None:
         super().__init__(allocator, search, model, fallback=fallback, clock=clock)
         self.order_units = order_units
+        self.merge_running = merge_running
+        self.max_unit_hosts = max_unit_hosts
 
     def _reduce(self, snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, Any]:
         return hostable(snapshot, prepared)  # the context: the nodes that can host each job
@@ -78,23 +90,45 @@ class PCP20Dispatcher(HCP3Dispatcher):
         prepared: Prepared,
         context: Any,
         heuristic: Decision,
+        budget: Budget,
     ) -> Formulation:
         hosts = context
+        unit_hosts = sum(mj.job.units * len(h) for mj, h in zip(prepared.jobs, hosts, strict=True))
+        if unit_hosts > self.max_unit_hosts:
+            raise TooLarge(
+                "hint",
+                "model too large",
+                f"{unit_hosts} unit-host pairs, above max_unit_hosts {self.max_unit_hosts}",
+            )
         plans = candidate_node_plans(
-            snapshot, durations, prepared, hosts, {s.job_id: s.allocation for s in heuristic.starts}
+            snapshot,
+            durations,
+            prepared,
+            hosts,
+            {s.job_id: s.allocation for s in heuristic.starts},
+            tick=lambda: budget.check("hint"),
         )
         lay = layout(snapshot, prepared)
         running = running_rects(snapshot, durations, prepared, lay)
         placed = {
-            name: position_plan(lay, running, prepared, hosts, p) for name, p in plans.items()
+            name: position_plan(lay, running, prepared, hosts, p, lambda: budget.check("hint"))
+            for name, p in plans.items()
         }
         costs = {
             name: plan_objective(prepared, {i: s for i, (s, _) in p.items()})
             for name, p in placed.items()
         }
         chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        budget.mark("hint")
+        budget.check("build")
         built = build_position_model(
-            snapshot, durations, prepared, hosts, order_units=self.order_units
+            snapshot,
+            durations,
+            prepared,
+            hosts,
+            order_units=self.order_units,
+            merge_running=self.merge_running,
+            tick=lambda: budget.check("build"),
         )
         return Formulation(
             model=built.model,
@@ -156,13 +190,19 @@ class _Positions:
         return out
 
     def earliest(
-        self, mj: ModelJob, ureq: Sequence[int], tries: Sequence[tuple[int, Sequence[int]]]
+        self,
+        mj: ModelJob,
+        ureq: Sequence[int],
+        tries: Sequence[tuple[int, Sequence[int]]],
+        tick: Callable[[], None] = lambda: None,
     ) -> tuple[int, Units]:
         """The first of ``tries`` (start, nodes) where all units fit, then the earliest
-        end time at which they fit on the last try's nodes (the idle machine always does)."""
+        end time at which they fit on the last try's nodes (the idle machine always does).
+        ``tick`` is called before each try (the deadline check; it raises to stop)."""
         *firsts, (_, hosts) = tries
         candidates = [*firsts, *((t, hosts) for t in sorted(self.ends))]
         for start, nodes in candidates:
+            tick()
             units: Units = []
             for n in nodes:
                 need = mj.job.units - len(units)
@@ -185,11 +225,13 @@ def position_plan(
     prepared: Prepared,
     hosts: Sequence[Hosts],
     plan: NodePlan,
+    tick: Callable[[], None] = lambda: None,
 ) -> Placed:
     """A serial schedule on positions following a node plan: jobs in the plan's start
     order (the guarded job first, as in the plan), each at the plan's start on the plan's
     nodes when its units fit there as rectangles, else at the earliest time they fit on
-    any host (a node plan only respects capacities, so a node can be fragmented)."""
+    any host (a node plan only respects capacities, so a node can be fragmented).
+    ``tick`` is called before each job (the deadline check; it raises to stop)."""
     machine = _Positions(lay, running)
     rank = {mj.job.id: i for i, mj in enumerate(prepared.jobs)}
     host_of = dict(zip((mj.job.id for mj in prepared.jobs), hosts, strict=True))
@@ -199,10 +241,12 @@ def position_plan(
     )
     placed: Placed = {}
     for mj in jobs:
+        tick()
         ureq = machine.lay.ureq(unit_demand(mj, prepared))
         mine = sorted(plan.units[mj.job.id])
         others = mine + [n for n, _ in host_of[mj.job.id] if n not in plan.units[mj.job.id]]
-        start, units = machine.earliest(mj, ureq, [(plan.starts[mj.job.id], mine), (0, others)])
+        tries = [(plan.starts[mj.job.id], mine), (0, others)]
+        start, units = machine.earliest(mj, ureq, tries, tick)
         machine.add(start, mj.length, ureq, units)
         k0 = next(k for k, a in enumerate(ureq) if a)
         placed[mj.job.id] = (start, sorted(units, key=lambda u: u[1][k0]))  # the model's order

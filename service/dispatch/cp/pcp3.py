@@ -19,8 +19,7 @@ the variable demands hide (5% against 3% improvement at 20 jobs).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +39,7 @@ from service.dispatch.cp.pcp3_greedy import (
     unit_demand,
 )
 from service.dispatch.cp.prepare import ModelConfig, Prepared
-from service.dispatch.cp.search import Clock, SearchConfig
+from service.dispatch.cp.search import Budget, Clock, SearchConfig, TooLarge
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
@@ -70,8 +69,10 @@ def build_node_model(
     *,
     optional: bool = False,
     pooled: bool = True,
+    tick: Callable[[], None] = lambda: None,
 ) -> NodeModel:
-    """The node-level model of ``prepared``; ``hosts[i]`` are job i's nodes and ``m[i,n]``."""
+    """The node-level model of ``prepared``; ``hosts[i]`` are job i's nodes and ``m[i,n]``.
+    ``tick`` is called before each job (the deadline check; it raises to stop)."""
     model = cp_model.CpModel()
     caps = node_capacities(snapshot, prepared)
     starts: list[cp_model.IntVar] = []
@@ -82,6 +83,7 @@ def build_node_model(
     peak: dict[tuple[int, int], int] = {}  # the most the items above can ever demand
     intervals = 0
     for j, job_hosts in zip(prepared.jobs, hosts, strict=True):
+        tick()
         upper = prepared.horizon if j.latest is None else min(j.latest, prepared.horizon)
         start = model.new_int_var(0, upper, f"start_{j.job.id}")
         run = model.new_fixed_size_interval_var(start, j.length, f"run_{j.job.id}")
@@ -161,7 +163,11 @@ def _break_symmetry(
 class PCP3Dispatcher(HCP3Dispatcher):
     """PCP3 with search control and fallback; constructor as HCP3's (the allocator only
     serves the guard's reservation: the model allocates). ``optional`` and ``pooled``
-    select the model variant (see the module docstring)."""
+    select the model variant (see the module docstring). ``max_unit_counts`` caps the
+    ``x[i,n]`` variables (Σ host nodes over the window): on Curie (5,544 nodes) a window
+    asks for up to 554,000 and re-solving Curie instances grew to 23 GB before the kernel
+    killed it; Eurora-like windows need at most 6,400, CTC's 33,800. Above the cap the
+    call falls back at once (status ``too_large``)."""
 
     name = "pcp3"
 
@@ -172,12 +178,14 @@ class PCP3Dispatcher(HCP3Dispatcher):
         model: ModelConfig | None = None,
         *,
         fallback: Dispatcher | None = None,
-        clock: Clock = time.perf_counter,
+        clock: Clock | None = None,
         optional: bool = False,
         pooled: bool = True,
+        max_unit_counts: int = 50_000,
     ) -> None:
         super().__init__(allocator, search, model, fallback=fallback, clock=clock)
         self.optional, self.pooled = optional, pooled
+        self.max_unit_counts = max_unit_counts
 
     def _reduce(self, snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, Any]:
         return hostable(snapshot, prepared)  # the context: the nodes that can host each job
@@ -189,15 +197,33 @@ class PCP3Dispatcher(HCP3Dispatcher):
         prepared: Prepared,
         context: Any,
         heuristic: Decision,
+        budget: Budget,
     ) -> Formulation:
         hosts = context
+        counts = sum(len(h) for h in hosts)
+        if counts > self.max_unit_counts:
+            detail = f"{counts} x[i,n] variables, above max_unit_counts {self.max_unit_counts}"
+            raise TooLarge("hint", "model too large", detail)
         plans = candidate_node_plans(
-            snapshot, durations, prepared, hosts, {s.job_id: s.allocation for s in heuristic.starts}
+            snapshot,
+            durations,
+            prepared,
+            hosts,
+            {s.job_id: s.allocation for s in heuristic.starts},
+            tick=lambda: budget.check("hint"),
         )
         costs = {name: plan_objective(prepared, p.starts) for name, p in plans.items()}
         chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        budget.mark("hint")
+        budget.check("build")
         built = build_node_model(
-            snapshot, durations, prepared, hosts, optional=self.optional, pooled=self.pooled
+            snapshot,
+            durations,
+            prepared,
+            hosts,
+            optional=self.optional,
+            pooled=self.pooled,
+            tick=lambda: budget.check("build"),
         )
         return Formulation(
             model=built.model,

@@ -15,8 +15,9 @@ SPEC §4 "Search control", for any CP-SAT model whose decision variables are lis
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -24,6 +25,16 @@ from cpsched.errors import ConfigError
 from service.dispatch.dispatcher import Dispatcher
 
 Clock = Callable[[], float]
+"""Seconds on a monotonic scale; ``time.perf_counter`` unless a test injects another."""
+
+
+PRESOLVE_EFFORT = (
+    "presolve_iterations",
+    "probing_level",
+    "symmetry_level",
+    "presolve_probing_dtime",
+)
+"""The SearchConfig fields bounding CP-SAT's presolve; None in all of them: CP-SAT's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +62,15 @@ class SearchConfig:
       as a safety net; a run is reproducible as long as it does not hit it.
     * ``fallback``, ``fallback_allocator`` — the heuristic dispatcher computed first on
       every call, whose decision is returned when the solver has none (EASY, best-fit).
+    * ``presolve_iterations``, ``probing_level``, ``symmetry_level``,
+      ``presolve_probing_dtime`` — CP-SAT's presolve effort (``max_presolve_iterations``,
+      ``cp_model_probing_level``, ``symmetry_level``,
+      ``presolve_probing_deterministic_time_limit``); None keeps CP-SAT's default. CP-SAT
+      checks its time limit only between presolve steps, so a full presolve of a big
+      model overran 0.2 s deadlines; the lighter defaults here bound that work (measured
+      in docs/cp-dispatchers.md).
+    * ``clock`` — what the deadline is read from; injectable so tests can drive it. The
+      only clock the dispatch core reads.
     """
 
     initial_limit: float = 1.0
@@ -69,6 +89,11 @@ class SearchConfig:
     presolve: bool | None = None
     """CP-SAT's presolve; None: the dispatcher's default (on for HCP3; off for PCP3, whose
     node-level models it slows down more than it helps — measured on KTH)."""
+    presolve_iterations: int | None = 1
+    probing_level: int | None = 0
+    symmetry_level: int | None = 0
+    presolve_probing_dtime: float | None = 0.01
+    clock: Clock = field(default=time.perf_counter, compare=False)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -91,6 +116,16 @@ class SearchConfig:
             problems.append(f"num_workers must be >= 1, got {self.num_workers}")
         if self.random_seed < 0:
             problems.append(f"random_seed must be >= 0, got {self.random_seed}")
+        if self.presolve_iterations is not None and self.presolve_iterations < 0:
+            problems.append(f"presolve_iterations must be >= 0, got {self.presolve_iterations}")
+        for name in ("probing_level", "symmetry_level"):
+            level = getattr(self, name)
+            if level is not None and not 0 <= level <= 3:
+                problems.append(f"{name} must be in 0..3 (CP-SAT's levels), got {level}")
+        if self.presolve_probing_dtime is not None and not self.presolve_probing_dtime >= 0:
+            problems.append(
+                f"presolve_probing_dtime must be >= 0, got {self.presolve_probing_dtime}"
+            )
         if problems:
             raise ConfigError("invalid search config: " + "; ".join(problems))
 
@@ -103,6 +138,69 @@ def make_fallback(config: SearchConfig) -> Dispatcher:
     if config.fallback.startswith(("hcp", "pcp")):
         raise ConfigError(f"the fallback must be a heuristic dispatcher, got {config.fallback!r}")
     return make_dispatcher(config.fallback, config.fallback_allocator)
+
+
+class GiveUp(Exception):  # control flow inside a call, never raised to callers
+    """The CP path stops at ``phase``: the caller returns its fallback decision, marked
+    with ``status`` and ``reason``."""
+
+    status = "deadline"
+
+    def __init__(self, phase: str, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.phase = phase
+        self.reason = reason
+        self.detail = detail
+
+
+class OutOfTime(GiveUp):
+    """No time is left for ``phase``."""
+
+    def __init__(self, phase: str) -> None:
+        super().__init__(phase, f"no time left for {phase}")
+
+
+class TooLarge(GiveUp):
+    """The model would be too large to load within a call (see ``PCP20Dispatcher``)."""
+
+    status = "too_large"
+
+
+class Budget:
+    """One call's deadline, read through the injected clock, with the time each phase took.
+
+    ``check(phase)`` before a phase raises ``OutOfTime`` when less than ``margin`` is left
+    (the time kept for building the decision); ``mark(phase)`` closes a phase.
+    """
+
+    def __init__(self, config: SearchConfig, clock: Clock) -> None:
+        self.clock = clock
+        self.deadline = config.deadline
+        self.margin = config.margin
+        self.began = clock()
+        self._last = self.began
+        self.phases: list[tuple[str, float]] = []
+
+    def left(self) -> float:
+        """Seconds before the deadline (negative once past it)."""
+        return self.deadline - (self.clock() - self.began)
+
+    def check(self, phase: str) -> None:
+        """Raise ``OutOfTime(phase)`` unless more than the margin is left."""
+        if self.left() <= self.margin:
+            raise OutOfTime(phase)
+
+    def mark(self, phase: str) -> None:
+        now = self.clock()
+        self.phases.append((phase, now - self._last))
+        self._last = now
+
+    def last(self, phase: str) -> float:
+        """Seconds the latest ``phase`` took (0 if it has not run)."""
+        return next((s for name, s in reversed(self.phases) if name == phase), 0.0)
+
+    def note(self) -> str:
+        return "phases ms: " + ", ".join(f"{name} {s * 1000:.1f}" for name, s in self.phases)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +283,14 @@ def _solver(config: SearchConfig, limit: float, left: float) -> cp_model.CpSolve
     params.num_workers = config.num_workers
     params.random_seed = config.random_seed
     params.cp_model_presolve = config.presolve is not False
+    if config.presolve_iterations is not None:
+        params.max_presolve_iterations = config.presolve_iterations
+    if config.probing_level is not None:
+        params.cp_model_probing_level = config.probing_level
+    if config.symmetry_level is not None:
+        params.symmetry_level = config.symmetry_level
+    if config.presolve_probing_dtime is not None:
+        params.presolve_probing_deterministic_time_limit = config.presolve_probing_dtime
     if config.deterministic:
         params.max_deterministic_time = limit
         params.max_time_in_seconds = left  # the safety net only

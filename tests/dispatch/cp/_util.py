@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from service.dispatch import check_decision, make_dispatcher
@@ -34,6 +36,14 @@ def prepared_of(snap, durations=None, model=None) -> Prepared:
     prios = priorities(snap.queued, durations, snap.time)
     order = priority_order(snap.queued, prios, durations)
     return prepare(snap, durations, model or ModelConfig(reserve_above=None), order, prios)
+
+
+def without_timings(decision):
+    """The decision without its measured phase times (wall clock: they differ per run)."""
+    notes = tuple(n for n in decision.diagnostics.notes if not n.startswith("phases ms:"))
+    return dataclasses.replace(
+        decision, diagnostics=dataclasses.replace(decision.diagnostics, notes=notes)
+    )
 
 
 def started(decision):
