@@ -49,6 +49,9 @@ def bench_instances(
     max_queued: Annotated[
         int | None, typer.Option(help="Only instances with at most N queued jobs.")
     ] = None,
+    min_queued: Annotated[
+        int, typer.Option(help="Only instances with at least N queued jobs.")
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
     calls: Annotated[
         Path | None, typer.Option(help="Also write one JSON line per call to this file.")
@@ -75,7 +78,14 @@ def bench_instances(
     }
     files = instance_files(where)
     with console.status(f"re-solving instances of {len(files)} file(s) with {', '.join(names)}"):
-        records = bench(files, dispatchers, every=every, limit=limit, max_queued=max_queued)
+        records = bench(
+            files,
+            dispatchers,
+            every=every,
+            limit=limit,
+            max_queued=max_queued,
+            min_queued=min_queued,
+        )
     summary = summarise(records, names, deadline)
     summary["files"] = [f.name for f in files]
     if calls is not None:

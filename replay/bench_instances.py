@@ -95,14 +95,21 @@ def fallback_reason(decision: Decision) -> str | None:
 
 
 def selected(
-    instances: Iterable[Instance], *, every: int, limit: int | None, max_queued: int | None
+    instances: Iterable[Instance],
+    *,
+    every: int,
+    limit: int | None,
+    max_queued: int | None,
+    min_queued: int = 0,
 ) -> Iterable[Instance]:
-    """Every ``every``-th instance with at most ``max_queued`` queued jobs, ``limit`` at most."""
+    """Every ``every``-th instance with ``min_queued`` to ``max_queued`` queued jobs,
+    ``limit`` at most."""
     taken = 0
     for instance in instances:
         if instance.index % every:
             continue
-        if max_queued is not None and len(instance.snapshot.queued) > max_queued:
+        queued = len(instance.snapshot.queued)
+        if queued < min_queued or (max_queued is not None and queued > max_queued):
             continue
         if limit is not None and taken >= limit:
             return
@@ -117,6 +124,7 @@ def bench(
     every: int = 1,
     limit: int | None = None,
     max_queued: int | None = None,
+    min_queued: int = 0,
     clock: Callable[[], float] = time.perf_counter,
     cpu_clock: Callable[[], float] = time.process_time,
     progress: Callable[[int], None] | None = None,
@@ -127,7 +135,9 @@ def bench(
     for path in files:
         source = open_instances(path)
         kept = source.instances(keep=lambda index: index % every == 0)
-        chosen = selected(kept, every=every, limit=limit, max_queued=max_queued)
+        chosen = selected(
+            kept, every=every, limit=limit, max_queued=max_queued, min_queued=min_queued
+        )
         for instance in chosen:
             snap = instance.snapshot
             for name, dispatcher in dispatchers.items():
