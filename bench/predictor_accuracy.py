@@ -1,9 +1,13 @@
 """Accuracy of every predictor on the real traces (the issue's table).
 
-    python bench/predictor_accuracy.py [--traces DIR] [--jobs N] [--predictors a,b]
+    python bench/predictor_accuracy.py [--traces DIR] [--jobs N] [--only KTH,CTC]
+        [--predictors a,b]
 
 Prints MAE, median absolute error and the under-estimation rate per trace and predictor,
-and how long each evaluation took; the last column compares each MAE with last-two's.
+and how long each evaluation took; the last column compares each MAE with last-two's
+(list last-two before the others). A predictor may carry constructor options after
+``+``: ``profile+fallback=last-two``, ``adaboost+criterion=squared_error+features=history``
+(``history`` names :data:`predictor.adaboost.HISTORY_FEATURES`; numbers are numbers).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import time
 from pathlib import Path
 
 from predictor.accuracy import evaluate
+from predictor.adaboost import HISTORY_FEATURES
+from predictor.base import Predictor
 from predictor.registry import make_predictor
 from replay.runner import resolve_system
 from replay.swf import read_swf
@@ -25,6 +31,21 @@ TRACES = {
     "Curie": ("CEA-Curie-2011-2.1-cln.swf.gz", "curie.toml"),
     "MetaCentrum": ("METACENTRUM-2009-2.swf.gz", "metacentrum.toml"),
 }
+
+
+def build(spec: str) -> Predictor:
+    """``name+key=value+...`` -> the predictor with those constructor options."""
+    name, *pairs = spec.split("+")
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, _, text = pair.partition("=")
+        value: object = text
+        if text == "history":
+            value = HISTORY_FEATURES
+        elif text.lstrip("-").replace(".", "", 1).isdigit():
+            value = float(text) if "." in text else int(text)
+        options[key] = value
+    return make_predictor(name, **options)
 
 
 def main() -> None:
@@ -44,7 +65,7 @@ def main() -> None:
         maes: dict[str, float] = {}
         for predictor in args.predictors.split(","):
             began = time.perf_counter()
-            result = evaluate(jobs, make_predictor(predictor))
+            result = evaluate(jobs, build(predictor))
             took = time.perf_counter() - began
             maes[predictor] = result["mae_s"]
             base = maes.get("last-two")

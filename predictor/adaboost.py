@@ -17,30 +17,45 @@ every ``retrain_every`` observations:
 
 Until the first model exists, predictions come from a composed :class:`LastTwo`.
 
-Features (:data:`FEATURES`): ``user``, ``queue`` and ``name`` are integer codes in order
-of first appearance (a name is coded by its :func:`~predictor.profile.name_stem`; a value
-not yet observed gets the next unused code, since ``predict`` must not assign any);
-``cores`` is ``request[0]``; ``mem`` is ``request[mem_index]`` (0 when absent);
-``time_limit`` the requested seconds and ``log_time_limit`` its logarithm; ``hour`` the
-hour of day of the submit time; ``last_two`` the user's last-two mean (the requested
-time when the user has no finished job). A training row's ``last_two`` is taken as of
-the job's submit time, from the user's jobs that had ended by then, so that rows look
+Features: see :mod:`predictor._features` (:data:`FEATURES`). Every training row is built
+as of its job's submit time, from the jobs that had ended by then, so that rows look
 like what ``predict`` sees.
 
-Defaults, measured with :func:`predictor.accuracy.evaluate` on the KTH, CTC and HPC2N
-traces (mean absolute error): ``last_two`` lowers it by 2.5-4.3% on all three, so it is
-on; ``hour`` and ``queue``/``name`` raise it by 1-1.5%, and ``log_time_limit`` changes
-nothing (trees split on order, which a logarithm keeps), so they are off. A
-``log(run time)`` target raised it by 35-60% (leaves average logarithms, i.e. a
-geometric mean, far below the median of a bimodal run-time distribution), so the target
-is seconds. ``absolute_error`` trees (median leaves, what the absolute error rewards)
-beat ``squared_error`` ones by 3-5% for about five times the fitting time; few shallow
-trees with a small learning rate did best, as more boosting rounds chase outliers.
+Defaults, measured with :func:`predictor.accuracy.evaluate` (the ``predict-eval``
+evaluation) on the full traces; figures are MAE / last-two's MAE. Refits draw on the
+same ``random_state`` but a tie between equally good splits goes one way or the other
+with the column set, so differences of 1-2% between feature sets are noise.
+
+* Defaults (``DEFAULT_FEATURES``, ``absolute_error`` trees, depth 8, 10 trees, learning
+  rate 0.1, 20,000-row window, a refit every 1,000 jobs): KTH 0.804, CTC 0.969,
+  HPC2N 0.864, Curie 0.916, MetaCentrum 0.782. Of these features, ``last_two`` lowered
+  the MAE by 2.5-4.3% on KTH, CTC and HPC2N; ``hour`` and ``queue``/``name`` raised it
+  by 1-1.5%; ``log_time_limit`` changes nothing (trees split on order).
+* ``HISTORY_FEATURES`` (the user's recent run times, the job-profile answer and its
+  rule) help at equal settings: with ``absolute_error`` trees refitted every 10,000
+  jobs (HPC2N) or 3,000 (KTH), a prototype of them lowered the MAE from 0.936 to 0.846
+  on HPC2N and from 0.831 to 0.779 on KTH. But ``absolute_error`` trees fit 20,000 rows
+  of 13 features in about 4 s against 1.2 s for 5 features, too slow to replay every
+  trace with a refit every 1,000 jobs in the time that was available, so this
+  combination is not measured on full traces. With ``squared_error`` trees (0.4 s a
+  fit) they gave KTH 0.792, CTC 0.948, HPC2N 0.885, Curie 0.956, MetaCentrum 0.797:
+  better than the defaults on KTH and CTC, worse on the other three, so the defaults
+  stay. Adding ``hour`` and ``weekday`` moved HPC2N by 0.5%, noise. A 10,000-row window
+  refitted every 2,000 jobs (``absolute_error``, history features) was worse: HPC2N
+  0.910.
+* Target: ``log`` run time raised the MAE (``squared_error``, history features: HPC2N
+  0.963, Curie 1.037, the model then underestimates two jobs in three; leaves average
+  logarithms, far below the median of a bimodal distribution). ``ratio`` (run /
+  requested time, which lets a tree carry "this user uses a tenth of what they ask"
+  over to a new request) lowered HPC2N from 0.873 to 0.860 but raised Curie from 0.953
+  to 0.985. Both are options; the target stays seconds.
+* ``max_depth`` 12 instead of 8 (``squared_error``, history features): HPC2N 0.881
+  against 0.873, worse. Few shallow trees with a small learning rate did best, as more
+  boosting rounds chase outliers.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -49,21 +64,24 @@ from typing import Literal, get_args
 import numpy as np
 
 from cpsched.errors import ConfigError
+from predictor._features import FEATURES, FeatureState
 from predictor._forest import Forest
 from predictor.base import FinishedJob, clamp
 from predictor.lasttwo import LastTwo
-from predictor.profile import name_stem
 from service.dispatch.problem import Job
 
-FEATURES: tuple[str, ...] = (
-    "user", "cores", "mem", "time_limit", "queue", "name", "hour", "last_two", "log_time_limit",
-)  # fmt: skip
+__all__ = ["DEFAULT_FEATURES", "FEATURES", "HISTORY_FEATURES", "AdaBoost"]
+
 DEFAULT_FEATURES: tuple[str, ...] = ("user", "cores", "mem", "time_limit", "last_two")
-_CODED = ("user", "queue", "name")
+HISTORY_FEATURES: tuple[str, ...] = (
+    *DEFAULT_FEATURES, "last", "recent_mean", "recent_median", "recent_min", "recent_max",
+    "recent_ratio", "profile", "profile_rule",
+)  # fmt: skip
+"""The richer set measured below: the user's recent run times and the profile answer."""
 Loss = Literal["linear", "square", "exponential"]
 Criterion = Literal["absolute_error", "squared_error", "friedman_mse", "poisson"]
-_RECENT = 16
-"""Finished jobs kept per user to find the last two that had ended by a given time."""
+Target = Literal["seconds", "log", "ratio"]
+"""What the trees learn: run seconds, their logarithm, or run / requested time."""
 
 
 class AdaBoost:
@@ -73,7 +91,7 @@ class AdaBoost:
         self,
         *,
         features: Sequence[str] = DEFAULT_FEATURES,
-        log_target: bool = False,
+        target: Target = "seconds",
         n_estimators: int = 10,
         max_depth: int = 8,
         learning_rate: float = 0.1,
@@ -82,24 +100,33 @@ class AdaBoost:
         window: int = 20_000,
         retrain_every: int = 1_000,
         mem_index: int | None = 1,
+        recent: int = 5,
+        profile_matches: int = 11,
         random_state: int = 0,
         background: bool = False,
     ) -> None:
         unknown = sorted(set(features) - set(FEATURES))
         if unknown or not features:
             raise ConfigError(f"adaboost features must be a non-empty subset of {FEATURES}")
-        if min(window, retrain_every, n_estimators, max_depth) < 1 or learning_rate <= 0:
+        sizes = (window, retrain_every, n_estimators, max_depth, recent, profile_matches)
+        if min(sizes) < 1 or learning_rate <= 0:
             raise ConfigError(
-                "adaboost window, retrain_every, n_estimators and max_depth must be >= 1 "
+                "adaboost window, retrain_every, n_estimators, max_depth, recent and "
+                "profile_matches must be >= 1 "
                 "and learning_rate > 0"
             )
-        if loss not in get_args(Loss) or criterion not in get_args(Criterion):
+        if (
+            loss not in get_args(Loss)
+            or criterion not in get_args(Criterion)
+            or target not in get_args(Target)
+        ):
             raise ConfigError(
-                f"adaboost loss must be one of {get_args(Loss)} and criterion one of "
-                f"{get_args(Criterion)}, got {loss!r} and {criterion!r}"
+                f"adaboost loss must be one of {get_args(Loss)}, criterion one of "
+                f"{get_args(Criterion)} and target one of {get_args(Target)}, "
+                f"got {loss!r}, {criterion!r} and {target!r}"
             )
         self.features = tuple(features)
-        self.log_target = log_target
+        self.target = target
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.learning_rate = learning_rate
@@ -108,13 +135,15 @@ class AdaBoost:
         self.window = window
         self.retrain_every = retrain_every
         self.mem_index = mem_index
+        self.recent = recent
+        self.profile_matches = profile_matches
         self.random_state = random_state
         self.background = background
 
         self.fallback_ = LastTwo()
-        self.codes_: dict[str, dict[str, int]] = {kind: {} for kind in _CODED}
-        self.recent_: dict[str, list[tuple[int, int, int]]] = {}
-        """User -> up to ``_RECENT`` newest (end, observation number, run time), ascending."""
+        self.state_ = FeatureState(
+            self.features, mem_index=mem_index, recent=recent, profile_matches=profile_matches
+        )
         self.rows_ = np.zeros((window, len(self.features)))
         self.targets_ = np.zeros(window)
         self.observed_ = 0
@@ -124,59 +153,14 @@ class AdaBoost:
         self._owed = False
         self._executor: ThreadPoolExecutor | None = None
 
-    # -- features ---------------------------------------------------------------------
-
-    def _code(self, kind: str, value: str) -> int:
-        codes = self.codes_[kind]
-        return codes.get(value, len(codes))
-
-    def _row(self, job: Job, last_two: float | None) -> list[float]:
-        row: list[float] = []
-        for feature in self.features:
-            if feature == "user":
-                row.append(self._code("user", job.user))
-            elif feature == "cores":
-                row.append(job.request[0] if job.request else 0)
-            elif feature == "mem":
-                i = self.mem_index
-                row.append(job.request[i] if i is not None and i < len(job.request) else 0)
-            elif feature == "time_limit":
-                row.append(job.time_limit)
-            elif feature == "log_time_limit":
-                row.append(math.log(job.time_limit))
-            elif feature == "queue":
-                row.append(self._code("queue", job.queue))
-            elif feature == "name":
-                row.append(self._code("name", name_stem(job.name)))
-            elif feature == "hour":
-                row.append(job.submit % 86_400 // 3_600)
-            else:  # last_two
-                row.append(job.time_limit if last_two is None else last_two)
-        return row
-
-    def _last_two_before(self, user: str, t: int) -> float | None:
-        """The user's last-two mean counting only jobs that had ended by ``t``."""
-        ended = [run for end, _, run in reversed(self.recent_.get(user, ())) if end <= t][:2]
-        return sum(ended) / len(ended) if ended else None
-
     # -- learning ---------------------------------------------------------------------
 
     def observe(self, finished: FinishedJob) -> None:
-        job = finished.job
-        row = self._row(job, self._last_two_before(job.user, job.submit))
         slot = self.observed_ % self.window
-        self.rows_[slot] = row
-        self.targets_[slot] = (
-            math.log(max(finished.run_time, 1)) if self.log_target else finished.run_time
-        )
-        # Codes are assigned after the row is built, so a first-seen value gets the same
-        # "next unused" code in training that it gets at prediction time.
-        for kind, value in zip(_CODED, (job.user, job.queue, name_stem(job.name)), strict=True):
-            self.codes_[kind].setdefault(value, len(self.codes_[kind]))
-        recent = self.recent_.setdefault(job.user, [])
-        bisect.insort(recent, (finished.end, self.observed_, finished.run_time))
-        if len(recent) > _RECENT:
-            del recent[0]
+        # As of the job's submit time: what predict saw when the job was submitted.
+        self.rows_[slot] = self.state_.row(finished.job, before=finished.job.submit)
+        self.targets_[slot] = _target(self.target, finished.run_time, finished.job.time_limit)
+        self.state_.observe(finished, self.observed_)
         self.fallback_.observe(finished)
         self.observed_ += 1
         if self.observed_ % self.retrain_every == 0:
@@ -249,9 +233,20 @@ class AdaBoost:
         model = self.model_  # read once: a background swap may happen meanwhile
         if model is None:
             return self.fallback_.predict(job, t)
-        value = model.predict_row(self._row(job, self.fallback_.mean(job.user)))
-        return clamp(math.exp(value) if self.log_target else value, job)
+        value = model.predict_row(self.state_.row(job))
+        if self.target == "log":
+            return clamp(math.exp(value), job)
+        return clamp(value * job.time_limit if self.target == "ratio" else value, job)
 
     def predict_many(self, jobs: Sequence[Job], t: int) -> list[int]:
         """``[predict(job, t) for job in jobs]``, one call for a dispatcher's whole queue."""
         return [self.predict(job, t) for job in jobs]
+
+
+def _target(target: Target, run_time: int, time_limit: int) -> float:
+    if target == "log":
+        return math.log(max(run_time, 1))
+    if target == "ratio":
+        # A job may overrun its limit a little (the kill is not instantaneous): cap at 1.
+        return min(run_time / time_limit, 1.0)
+    return run_time

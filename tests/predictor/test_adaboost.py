@@ -87,8 +87,9 @@ def test_window_bounds_the_training_rows():
     assert targets[-1] == history(130)[-1].run_time
 
 
-def test_log_target_predicts_seconds():
-    p = AdaBoost(**SMALL, log_target=True, criterion="squared_error")
+@pytest.mark.parametrize("target", ["log", "ratio"])
+def test_other_targets_predict_seconds(target):
+    p = AdaBoost(**SMALL, target=target, criterion="squared_error")
     for f in history(100):
         p.observe(f)
     answers = p.predict_many(probes(), 0)
@@ -114,6 +115,10 @@ def test_bad_hyperparameters_are_config_errors():
         AdaBoost(features=("user", "shoe_size"))
     with pytest.raises(ConfigError):
         AdaBoost(retrain_every=0)
+    with pytest.raises(ConfigError):
+        AdaBoost(recent=0)
+    with pytest.raises(ConfigError):
+        AdaBoost(target="minutes")  # type: ignore[arg-type]
 
 
 class GatedAdaBoost(AdaBoost):
@@ -166,3 +171,48 @@ def test_background_and_deterministic_fits_agree_on_the_same_rows():
         assert [sync.predict(j, 0) for j in probes()] == [bg.predict(j, 0) for j in probes()]
     finally:
         bg.close()
+
+
+def test_profile_features_let_it_tell_jobs_apart_by_name():
+    """One user, one request; only the name says whether a job is short or long."""
+    rng = random.Random(5)
+    jobs = []
+    for i in range(200):
+        name = rng.choice(["short_1", "long_1"])
+        run = 100 if name == "short_1" else 5000
+        jobs.append(done(mk(f"j{i}", name=name, submit=10_000 * i, limit=9000), run))
+    short, long = (mk(n, name=n, submit=10**7, limit=9000) for n in ("short_1", "long_1"))
+    with_profile = AdaBoost(**SMALL, features=("user", "time_limit", "profile", "profile_rule"))
+    without = AdaBoost(**SMALL, features=("user", "time_limit"))
+    for f in jobs:
+        with_profile.observe(f)
+        without.observe(f)
+    assert (with_profile.predict(short, 10**7), with_profile.predict(long, 10**7)) == (100, 5000)
+    assert without.predict(short, 10**7) == without.predict(long, 10**7)
+
+
+def test_training_rows_are_taken_as_of_each_jobs_submit_time():
+    p = AdaBoost(**SMALL, features=("last", "profile", "profile_rule"))
+    first = done(mk("a", name="x", submit=0, limit=900), 50, end=100)
+    # Submitted before "a" ended: its row must not know "a".
+    overlapping = done(mk("b", name="x", submit=90, limit=900), 300, end=400)
+    after = done(mk("c", name="x", submit=500, limit=900), 70, end=600)
+    for f in (first, overlapping, after):
+        p.observe(f)
+    rows, _ = p._snapshot()
+    assert rows.tolist() == [[900, 900, 6], [900, 900, 6], [300, 175, 1]]
+
+
+def test_ratio_target_scales_with_the_requested_time():
+    """A user who always uses a tenth of the request: the ratio carries to new requests."""
+    jobs = [
+        done(mk(f"j{i}", submit=10_000 * i, limit=limit), limit // 10)
+        for i, limit in enumerate([1000, 2000, 4000] * 20)
+    ]
+    ratio, seconds = (AdaBoost(**SMALL, target=t) for t in ("ratio", "seconds"))
+    for f in jobs:
+        ratio.observe(f)
+        seconds.observe(f)
+    unseen = mk("n", submit=10**7, limit=30_000)
+    assert ratio.predict(unseen, 10**7) == 3000
+    assert seconds.predict(unseen, 10**7) == 400  # trees cannot extrapolate seconds

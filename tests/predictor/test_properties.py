@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from predictor.accuracy import evaluate
-from predictor.adaboost import AdaBoost
+from predictor.adaboost import FEATURES, AdaBoost
 from predictor.base import FinishedJob, Predictor
 from predictor.lasttwo import LastTwo
 from predictor.oracle import Oracle
@@ -23,8 +23,13 @@ FACTORIES: dict[str, Callable[[dict[str, int]], Predictor]] = {
     "wall-time": lambda _: WallTime(),
     "last-two": lambda _: LastTwo(),
     "profile": lambda _: JobProfile(),
+    "profile, paper rule": lambda _: JobProfile(matches=1),
+    "profile, last-two fallback": lambda _: JobProfile(fallback="last-two"),
     "oracle": Oracle,
     "adaboost": lambda _: AdaBoost(n_estimators=3, max_depth=3, retrain_every=4),
+    "adaboost, every feature, ratio": lambda _: AdaBoost(
+        features=FEATURES, target="ratio", n_estimators=3, max_depth=3, retrain_every=4
+    ),
 }
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
