@@ -30,6 +30,12 @@ class WireModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+class ResponseModel(BaseModel):
+    # What the service answers. Clients ignore fields they do not know, so that a newer
+    # service (which may add fields) keeps working with an older bridge.
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+
 class NodeIn(WireModel):
     name: Name
     resources: Amounts = Field(description="Capacity of each resource type on this node.")
@@ -88,24 +94,24 @@ class DispatchRequest(SnapshotIn):
     )
 
 
-class StartOut(WireModel):
+class StartOut(ResponseModel):
     job_id: str
     allocation: dict[str, int] = Field(description="Units on each chosen node, by node name.")
     predicted_run_time: int
 
 
-class ExtensionOut(WireModel):
+class ExtensionOut(ResponseModel):
     job_id: str
     new_time_limit: int = Field(description="New limit in seconds from the job's start.")
     reason: str
 
 
-class RejectedJobOut(WireModel):
+class RejectedJobOut(ResponseModel):
     job_id: str
     reason: str
 
 
-class DiagnosticsOut(WireModel):
+class DiagnosticsOut(ResponseModel):
     dispatcher: str
     solver_status: str
     fallback: bool
@@ -118,7 +124,7 @@ class DiagnosticsOut(WireModel):
     notes: list[str] = Field(default_factory=list)
 
 
-class DecisionOut(WireModel):
+class DecisionOut(ResponseModel):
     cluster: str
     decision_id: int | None = Field(description="Audit row of this decision (None if dry run).")
     time: int
@@ -155,12 +161,12 @@ class FinishedBatch(WireModel):
     jobs: list[FinishedJobIn] = Field(min_length=1, max_length=10_000)
 
 
-class FinishedAck(WireModel):
+class FinishedAck(ResponseModel):
     stored: int = Field(description="Jobs new to the service, now committed.")
     duplicates: int = Field(description="Jobs the service already had (not counted twice).")
 
 
-class PendingReason(WireModel):
+class PendingReason(ResponseModel):
     waits_for: dict[str, int] = Field(
         description="Resources (per type) missing now for the job to start."
     )
@@ -168,7 +174,7 @@ class PendingReason(WireModel):
     planned_start: int | None
 
 
-class JobInfoOut(WireModel):
+class JobInfoOut(ResponseModel):
     cluster: str
     job_id: str
     state: Literal["queued", "running", "finished", "rejected", "unknown"]
@@ -184,7 +190,7 @@ class JobInfoOut(WireModel):
     )
 
 
-class AuditEntryOut(WireModel):
+class AuditEntryOut(ResponseModel):
     id: int
     time: int = Field(description="The snapshot's time.")
     dry_run: bool
@@ -197,11 +203,11 @@ class AuditEntryOut(WireModel):
     recorded_at: str
 
 
-class AuditPageOut(WireModel):
+class AuditPageOut(ResponseModel):
     entries: list[AuditEntryOut]
     next_after_id: int | None = Field(description="Pass as after_id for the next page.")
 
 
-class ErrorOut(WireModel):
+class ErrorOut(ResponseModel):
     error: str = Field(description="Machine-readable error kind.")
     detail: str = Field(description="What went wrong and what to do about it.")

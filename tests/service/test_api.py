@@ -231,3 +231,12 @@ def test_audit_keeps_whole_snapshots_when_asked(make_client, database_url):
     with make_engine(database_url).connect() as conn:
         kept = conn.scalar(select(DecisionRow.snapshot))
     assert kept["queued"][0]["id"] == "q1"
+
+
+def test_clients_ignore_fields_a_newer_service_adds(client):
+    from service.api.schemas import DecisionOut
+
+    answer = dispatch(client, snapshot(queued=[job("q1")])).json()
+    answer["diagnostics"]["added_in_a_later_version"] = 1
+    answer["also_new"] = []
+    assert DecisionOut.model_validate(answer).starts[0].job_id == "q1"
