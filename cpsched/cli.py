@@ -128,7 +128,9 @@ def replay(
         str | None,
         typer.Option(
             help="Replay over HTTP against the service at this URL: it predicts and "
-            "dispatches with its own configured policy."
+            "dispatches with its own configured policy; --limits, --correction and "
+            "--correction-lead still describe the simulated cluster (give them as the "
+            "service has them)."
         ),
     ] = None,
     token: Annotated[
