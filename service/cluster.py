@@ -17,6 +17,7 @@ from predictor.base import FinishedJob, Predictor
 from predictor.correction import correction_policy
 from predictor.registry import make_predictor
 from service.api.schemas import FinishedJobIn
+from service.convert import core_job
 from service.dispatch import Decision, Dispatcher, Job, Snapshot, make_dispatcher
 from service.dispatch.registry import CP_DISPATCHERS
 from service.settings import ClusterPolicy
@@ -66,28 +67,15 @@ def build_dispatchers(policy: ClusterPolicy) -> tuple[Dispatcher, Dispatcher]:
     return dispatcher, fallback
 
 
-def core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
-    index = {name: r for r, name in enumerate(names)}
-    extra = [name for name in wire.per_unit if name not in index]
-    names = (*names, *extra)
-    request = tuple(wire.per_unit.get(name, 0) for name in names)
-    if not any(request):
-        request = (1, *request[1:]) if request else (1,)
-    return Job(
-        id=wire.id,
-        submit=wire.submit,
-        time_limit=max(wire.time_limit, 1),
-        units=wire.units,
-        unit_request=request,
-        user=wire.user,
-        group=wire.group,
-        name=wire.name,
-        queue=wire.partition,
-    )
+def finished_core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
+    """The core job of a finished one; types the cluster's nodes lack are kept at the end
+    (a finished job is history, never rejected)."""
+    names = (*names, *(name for name in wire.per_unit if name not in names))
+    return core_job(wire, tuple(wire.per_unit.get(name, 0) for name in names))
 
 
 @dataclass(frozen=True, slots=True)
-class Durations:
+class PredictedDurations:
     durations: dict[str, int]
     new: list[Prediction]
     """Predictions made by this call (to be stored)."""
@@ -116,7 +104,7 @@ class ClusterRuntime:
         if retrain is not None:
             retrain()
 
-    def durations(self, snapshot: Snapshot, stored_starts: dict[str, int]) -> Durations:
+    def durations(self, snapshot: Snapshot, stored_starts: dict[str, int]) -> PredictedDurations:
         """Durations of every queued and running job, predicting those seen first now.
 
         ``stored_starts`` are start predictions kept in the database, for running jobs
@@ -145,7 +133,7 @@ class ClusterRuntime:
                 queued[job.id] = d
                 new.append(Prediction(job.id, "queued", name, d, t))
             durations[job.id] = d
-        return Durations(durations, new)
+        return PredictedDurations(durations, new)
 
     def predict_starts(self, snapshot: Snapshot, decision: Decision) -> dict[str, int]:
         by_id = {job.id: job for job in snapshot.queued}
@@ -170,7 +158,7 @@ class ClusterRuntime:
             if wire.state in CENSORED_STATES:
                 continue
             self.predictor.observe(
-                FinishedJob(core_job(wire, self.resource_names), wire.start, wire.end)
+                FinishedJob(finished_core_job(wire, self.resource_names), wire.start, wire.end)
             )
             self.observed += 1
 

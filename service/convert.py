@@ -31,7 +31,7 @@ from service.api.schemas import (
     SnapshotIn,
     StartOut,
 )
-from service.dispatch import Decision, Job, Node, RunningJob, Snapshot
+from service.dispatch import Decision, Job, Node, RunningJob, Snapshot, make_snapshot
 from service.dispatch.capacity import units_fitting
 
 
@@ -69,7 +69,8 @@ def _amounts(owner: str, per_unit: Mapping[str, int], index: Mapping[str, int]) 
     return tuple(amounts)
 
 
-def _job(wire: JobIn, unit_request: tuple[int, ...]) -> Job:
+def core_job(wire: JobIn, unit_request: tuple[int, ...]) -> Job:
+    """The dispatch core's job for a wire job whose request is already aligned."""
     return Job(
         id=wire.id,
         submit=wire.submit,
@@ -114,7 +115,11 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
                 row[r] += units * amount
         running.append(
             RunningJob(
-                _job(rj, unit_request), rj.start, rj.time_limit, tuple(allocation), rj.extensions
+                core_job(rj, unit_request),
+                rj.start,
+                rj.time_limit,
+                tuple(allocation),
+                rj.extensions,
             )
         )
 
@@ -139,7 +144,7 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
             raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
         seen.add(wj.id)
         try:
-            job = _job(wj, _amounts(f"job {wj.id!r}", wj.per_unit, index))
+            job = core_job(wj, _amounts(f"job {wj.id!r}", wj.per_unit, index))
         except SnapshotError as exc:
             rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
             continue
@@ -156,25 +161,9 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
             continue
         queued.append(job)
 
-    free = []
-    for node, row in zip(nodes, used, strict=True):
-        free.append(tuple(c - u for c, u in zip(node.capacity, row, strict=True)))
-    zeros = tuple(0 for _ in names)
-    snapshot = Snapshot(
-        time=wire.time,
-        resource_names=names,
-        nodes=tuple(nodes),
-        running=tuple(running),
-        # Stable sort: equal submit times keep the order the bridge sent.
-        queued=tuple(sorted(queued, key=lambda job: job.submit)),
-        free=tuple(free),
-        free_total=tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros,
-        capacity_total=(
-            tuple(sum(col) for col in zip(*(n.capacity for n in nodes), strict=True))
-            if nodes
-            else zeros
-        ),
-    )
+    # make_snapshot derives free capacity from the (adjusted) capacities and sorts the
+    # queue stably by submit time, keeping the bridge's order for equal times.
+    snapshot = make_snapshot(wire.time, names, nodes, running, queued)
     return Translated(snapshot, rejected, notes)
 
 

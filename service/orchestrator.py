@@ -88,12 +88,8 @@ class Orchestrator:
 
     def warm_up(self) -> None:
         """Rebuild every stored cluster's predictor now rather than on its first request."""
-        from sqlalchemy import select
-
-        from service.store.models import Cluster
-
         with self.sessions() as session:
-            names = list(session.scalars(select(Cluster.name)))
+            names = history.cluster_names(session)
         for name in names:
             self.runtime(name)
 
@@ -381,7 +377,7 @@ def _wire(row: FinishedJobRow) -> FinishedJobIn:
         name=row.job_name,
         partition=row.partition,
         submit=row.submit_time,
-        time_limit=max(row.time_limit, 1),
+        time_limit=row.time_limit,
         units=row.units,
         per_unit=row.per_unit,
         start=row.start_time,

@@ -38,6 +38,10 @@ def cluster_id(session: Session, name: str) -> int:
     return session.scalar(select(Cluster.id).where(Cluster.name == name))  # type: ignore[return-value]
 
 
+def cluster_names(session: Session) -> list[str]:
+    return list(session.scalars(select(Cluster.name).order_by(Cluster.id)))
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     new: list[FinishedJobIn]
