@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import sys
 from dataclasses import asdict
@@ -11,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from slurm_bridge import logs, shadow
+from cpsched import logs
+from slurm_bridge import shadow
 from slurm_bridge.config import BridgeSettings, load_settings
 from slurm_bridge.errors import BridgeError
 from slurm_bridge.factory import make_backend, make_client
@@ -76,7 +78,7 @@ def report_json(report: CycleReport) -> dict[str, object]:
 @app.command()
 def run(config: ConfigOpt = None, verbose: VerboseOpt = 0) -> None:
     """Run cycles until SIGTERM/SIGINT; errors back off, they never end the loop."""
-    logs.setup(verbose)
+    logs.configure(_level(verbose), logger="slurm_bridge")
     settings = _settings(config)
     stopping = {"now": False}
 
@@ -105,7 +107,7 @@ def run(config: ConfigOpt = None, verbose: VerboseOpt = 0) -> None:
 @app.command()
 def once(config: ConfigOpt = None, verbose: VerboseOpt = 0) -> None:
     """Run one cycle and print what it did as JSON."""
-    logs.setup(verbose)
+    logs.configure(_level(verbose), logger="slurm_bridge")
     settings = _settings(config)
     try:
         bridge = Bridge(settings, make_backend(settings), make_client(settings))
@@ -178,3 +180,9 @@ def report(
 
 def main() -> None:
     app()
+
+
+def _level(verbosity: int) -> int:
+    if verbosity <= 0:
+        return logging.WARNING
+    return logging.INFO if verbosity == 1 else logging.DEBUG
