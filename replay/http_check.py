@@ -6,6 +6,7 @@ same summary. A site runs it before trusting a deployment; ``./dev run`` runs it
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -34,8 +35,6 @@ def _metrics(path: Path) -> dict[str, object]:
 def http_check(settings: ReplaySettings) -> HttpCheck:
     """Replay ``settings`` in process, then over HTTP against a local service configured
     with the same policy, and compare the two summaries."""
-    import time
-
     in_process = replace(settings, out=settings.out / "in-process", timings=False)
     began = time.perf_counter()
     run_replay(in_process)
