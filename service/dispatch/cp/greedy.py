@@ -15,19 +15,17 @@ from collections.abc import Iterable, Sequence
 from service.dispatch.cp.prepare import ModelJob, Prepared
 
 
-class PooledProfile:
-    """Pooled usage over time as a step function: ``used[k]`` holds on ``[cuts[k],
-    cuts[k+1])``; the last step holds forever (it is empty once everything has ended)."""
+class StepProfile:
+    """Usage of a pool of ``capacity`` over time as a step function: ``used[k]`` holds on
+    ``[cuts[k], cuts[k+1])``; the last step holds forever (it is empty once everything
+    has ended)."""
 
     __slots__ = ("capacity", "cuts", "used")
 
-    def __init__(self, prepared: Prepared) -> None:
-        self.capacity = prepared.capacity
-        width = len(prepared.capacity)
+    def __init__(self, capacity: Sequence[int]) -> None:
+        self.capacity = capacity
         self.cuts: list[int] = [0]
-        self.used: list[list[int]] = [[0] * width]
-        for load in prepared.running:  # running jobs hold their demand on [0, length)
-            self.add(0, load.length, load.demand)
+        self.used: list[list[int]] = [[0] * len(capacity)]
 
     def _split(self, at: int) -> int:
         """Index of the step starting at ``at``, creating the breakpoint if needed."""
@@ -65,6 +63,18 @@ class PooledProfile:
         while (blocked_until := self.fits(start, job.length, job.demand)) is not None:
             start = blocked_until
         return start
+
+
+class PooledProfile(StepProfile):
+    """The pooled model's resources: the machine totals, the running jobs held on
+    ``[0, length)``."""
+
+    __slots__ = ()
+
+    def __init__(self, prepared: Prepared) -> None:
+        super().__init__(prepared.capacity)
+        for load in prepared.running:
+            self.add(0, load.length, load.demand)
 
 
 def serial_plan(

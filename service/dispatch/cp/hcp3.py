@@ -154,6 +154,8 @@ class HCP3Dispatcher:
     reads time."""
 
     name = "hcp3"
+    allocates_in_model = False
+    """Whether the model places units on nodes (PCP3, PCP'20) or only the allocator does."""
 
     def __init__(
         self,
@@ -207,6 +209,8 @@ class HCP3Dispatcher:
         if not prepared.jobs:
             empty = Diagnostics(self.name, "empty", notes=notes)
             return Decision((), planned={}, diagnostics=empty)
+        if _heuristic_is_optimal(prepared, heuristic, guard):
+            return self._trivial(snapshot, prepared, heuristic, notes, budget)
         budget.check("formulate")
         formulation = self._formulate(snapshot, durations, prepared, context, heuristic, budget)
         budget.mark("build")
@@ -274,6 +278,33 @@ class HCP3Dispatcher:
             ),
         )
 
+    def _trivial(
+        self,
+        snapshot: Snapshot,
+        prepared: Prepared,
+        heuristic: Decision,
+        notes: tuple[str, ...],
+        budget: Budget,
+    ) -> Decision:
+        """The decision when every modelled job can start now (``_heuristic_is_optimal``):
+        the model's only optimum plans them all at ``t``, so they are placed as the
+        solution would be, in priority order with the allocator. When that order does
+        not place them all, a dispatcher whose model allocates (``allocates_in_model``)
+        uses the heuristic's placement, which the model admits; HCP3 postpones as it
+        would after a search."""
+        plan = {mj.job.id: 0 for mj in prepared.jobs}
+        starts, postponed = allocate_now(snapshot, prepared, plan, self.allocator, None)
+        notes += ("the heuristic starts every modelled job now: objective 0, no search",)
+        if postponed and self.allocates_in_model:
+            starts = list(heuristic.starts)
+            notes += ("placed as the heuristic placed them",)
+        elif postponed:
+            notes += (f"{len(postponed)} job(s) planned now did not fit on the nodes",)
+        budget.mark("allocate")
+        diagnostics = Diagnostics(self.name, "trivial", notes=(*notes, budget.note()))
+        planned = {**(heuristic.planned or {}), **dict.fromkeys(plan, snapshot.time)}
+        return Decision(tuple(starts), planned=planned, diagnostics=diagnostics)
+
     # -- the model-specific steps ------------------------------------------------------
 
     def _reduce(self, snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, Any]:
@@ -339,6 +370,19 @@ class HCP3Dispatcher:
                 notes=(*diagnostics.notes, why, *heuristic.diagnostics.notes),
             ),
         )
+
+
+def _heuristic_is_optimal(prepared: Prepared, heuristic: Decision, guard: Guard | None) -> bool:
+    """Whether the heuristic's decision is an optimum of the model, so that searching is
+    pointless: it starts exactly the modelled jobs, all at ``t`` (the objective's lower
+    bound, 0), and no guarded job is waiting for a reservation (the model would then
+    also keep the jobs started now off that job's reserved capacity; the heuristic
+    keeps its own reservation, which may be another job's). On HPC2N's first 1,000
+    jobs, 613 of 971 PCP'20 models were of this kind."""
+    if guard is not None and guard.reservation is not None:
+        return False
+    started = {start.job_id for start in heuristic.starts}
+    return len(started) == len(prepared.jobs) and all(mj.job.id in started for mj in prepared.jobs)
 
 
 def _reduction_notes(prepared: Prepared, guard: Guard | None) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ class PCP20Dispatcher(HCP3Dispatcher):
     back at once (status ``too_large``, reason "model too large")."""
 
     name = "pcp20"
+    allocates_in_model = True
 
     def __init__(
         self,

@@ -167,6 +167,7 @@ def build_position_model(
             xs[k].append(held[end])
             ys[k].append(model.new_fixed_size_interval_var(low, high - low, ""))
     starts, node_vars, positions = [], [], []
+    bounds_of: dict[tuple[tuple[int, ...], int, int], _Bounds] = {}
     intervals = len(held) + sum(len(y) for y in ys)
     for j, job_hosts in zip(prepared.jobs, hosts, strict=True):
         tick()
@@ -176,30 +177,33 @@ def build_position_model(
         starts.append(start)
         intervals += 1
         ureq = lay.ureq(unit_demand(j, prepared))
-        host_ids = [n for n, _ in job_hosts]
+        host_ids = tuple(n for n, _ in job_hosts)
+        node_domain = cp_model.Domain.from_values(host_ids)
+        # A job's units, and jobs of one unit request on the same hosts, share their
+        # position bounds: computed once, not per unit (it was a third of a PCP'20 call).
+        bounds: list[_Bounds | None] = []
+        for k, a in enumerate(ureq):
+            key = (host_ids, k, a)
+            if a and key not in bounds_of:
+                bounds_of[key] = _bounds(lay, host_ids, k, a)
+            bounds.append(bounds_of[key] if a else None)
         job_nodes, job_positions = [], []
         for u in range(j.job.units):
             tick()  # per unit: a Curie job has hundreds, each over thousands of hosts
-            node = model.new_int_var_from_domain(
-                cp_model.Domain.from_values(host_ids), f"node_{j.job.id}_{u}"
-            )
+            node = model.new_int_var_from_domain(node_domain, f"node_{j.job.id}_{u}")
             unit_ps: list[cp_model.IntVar | None] = []
             for k, a in enumerate(ureq):
-                if not a:
+                b = bounds[k]
+                if b is None:
                     unit_ps.append(None)
                     continue
-                ranges = [
-                    [lay.offsets[n][k], lay.offsets[n][k] + lay.caps[n][k] - a] for n in host_ids
-                ]
-                p = model.new_int_var_from_domain(
-                    cp_model.Domain.from_intervals(ranges), f"p_{j.job.id}_{u}_{k}"
-                )
+                p = model.new_int_var_from_domain(b.domain, f"p_{j.job.id}_{u}_{k}")
                 xs[k].append(run)
                 ys[k].append(model.new_fixed_size_interval_var(p, a, ""))
                 intervals += 1
                 unit_ps.append(p)
-            if len(host_ids) > 1:  # else the position domains hold that node's range only
-                _link(model, lay, node, unit_ps, ureq, host_ids)
+                if len(host_ids) > 1:  # else the domain holds that node's range only
+                    _link(model, node, p, b)
             job_nodes.append(node)
             job_positions.append(tuple(unit_ps))
         if order_units:  # units are interchangeable: ascending positions on the first type
@@ -243,15 +247,33 @@ def merged(rects: Iterable[Rect]) -> list[Rect]:
     return out
 
 
-def _link(
-    model: cp_model.CpModel,
-    lay: Layout,
-    node: cp_model.IntVar,
-    unit_ps: Sequence[cp_model.IntVar | None],
-    ureq: Sequence[int],
-    host_ids: Sequence[int],
-) -> None:
-    """Every type's position of one unit lies within the range of the unit's node.
+@dataclass(frozen=True, slots=True)
+class _Bounds:
+    """Where a unit's position of one type may lie, given its node among ``hosts``."""
+
+    domain: cp_model.Domain
+    """The union of the hosts' ranges."""
+    lo: list[int]
+    """Lowest start position on each node of the machine (a table indexed by node)."""
+    hi: list[int]
+    lines: tuple[tuple[int, int], tuple[int, int]] | None
+    """``lo`` and ``hi`` as ``a + b·node`` over the hosts, when they are linear there."""
+
+
+def _bounds(lay: Layout, hosts: Sequence[int], k: int, a: int) -> _Bounds:
+    lo = [o[k] for o in lay.offsets]
+    hi = [o[k] + c[k] - a for o, c in zip(lay.offsets, lay.caps, strict=True)]
+    domain = cp_model.Domain.from_intervals([[lo[n], hi[n]] for n in hosts])
+    lines = None
+    if len(hosts) > 1:
+        line_lo, line_hi = _line(hosts, lo), _line(hosts, hi)
+        if line_lo is not None and line_hi is not None:
+            lines = line_lo, line_hi
+    return _Bounds(domain, lo, hi, lines)
+
+
+def _link(model: cp_model.CpModel, node: cp_model.IntVar, p: cp_model.IntVar, b: _Bounds) -> None:
+    """A unit's position ``p`` of one type lies within the range of the unit's node.
 
     Where the hosts' lowest and highest start positions are linear in the node index
     (identical hosts, numbered in order: every homogeneous machine, and each group of a
@@ -259,25 +281,17 @@ def _link(
     by ``AddElement`` on the index, which CP-SAT expands into one literal per node: on 120
     HPC2N nodes that made 198,000 booleans from 1,100 lookups, and a 0.05 s run took
     0.8 s before it looked at its limit."""
-    for k, p in enumerate(unit_ps):
-        if p is None:
-            continue
-        lo = [o[k] for o in lay.offsets]
-        hi = [o[k] + c[k] - ureq[k] for o, c in zip(lay.offsets, lay.caps, strict=True)]
-        lines = _line(host_ids, lo), _line(host_ids, hi)
-        if lines[0] is not None and lines[1] is not None:
-            (a_lo, b_lo), (a_hi, b_hi) = lines
-            model.add(p >= a_lo + b_lo * node)
-            model.add(p <= a_hi + b_hi * node)
-            continue
-        lo_v, hi_v = (
-            model.new_int_var(min(lo), max(lo), ""),
-            model.new_int_var(min(hi), max(hi), ""),
-        )
-        model.add_element(node, lo, lo_v)
-        model.add_element(node, hi, hi_v)
-        model.add(lo_v <= p)
-        model.add(p <= hi_v)
+    if b.lines is not None:
+        (a_lo, b_lo), (a_hi, b_hi) = b.lines
+        model.add(p >= a_lo + b_lo * node)
+        model.add(p <= a_hi + b_hi * node)
+        return
+    lo_v = model.new_int_var(min(b.lo), max(b.lo), "")
+    hi_v = model.new_int_var(min(b.hi), max(b.hi), "")
+    model.add_element(node, b.lo, lo_v)
+    model.add_element(node, b.hi, hi_v)
+    model.add(lo_v <= p)
+    model.add(p <= hi_v)
 
 
 def _line(xs: Sequence[int], table: Sequence[int]) -> tuple[int, int] | None:

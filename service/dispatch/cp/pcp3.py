@@ -170,6 +170,7 @@ class PCP3Dispatcher(HCP3Dispatcher):
     call falls back at once (status ``too_large``)."""
 
     name = "pcp3"
+    allocates_in_model = True
 
     def __init__(
         self,

@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from service.dispatch.cp.greedy import ratio_order
+from service.dispatch.cp.greedy import StepProfile, ratio_order
 from service.dispatch.cp.prepare import ModelJob, Prepared, to_units
 from service.dispatch.durations import Durations, remaining
 from service.dispatch.problem import Allocation, Snapshot
@@ -116,7 +116,12 @@ class NodePlan:
 
 class _Machine:
     """Per-node usage over time (step functions) and the times at which something ends,
-    the only times other than 0 at which a job can become startable."""
+    the only times other than 0 at which a job can become startable.
+
+    The machine's pooled usage is kept beside it: a start at which the pool lacks the
+    job's whole demand cannot work on the nodes either, and the pool says how far to
+    skip. Without it, ``earliest`` tried every node at every end time and took half of
+    a PCP'20 call on HPC2N."""
 
     def __init__(
         self, caps: Sequence[Sequence[int]], loads: Mapping[tuple[int, int], list[int]]
@@ -126,6 +131,7 @@ class _Machine:
         self.cuts: list[list[int]] = [[0] for _ in caps]
         self.used: list[list[list[int]]] = [[[0] * width] for _ in caps]
         self.ends: list[int] = [0]
+        self.pool = StepProfile([sum(cap[k] for cap in caps) for k in range(width)])
         for (node, length), demand in loads.items():
             self.add(node, 0, length, demand)
 
@@ -143,6 +149,7 @@ class _Machine:
         for row in self.used[node][first:last]:
             for k, a in enumerate(demand):
                 row[k] += a
+        self.pool.add(start, length, demand)
         end = start + length
         i = bisect_left(self.ends, end)
         if i == len(self.ends) or self.ends[i] != end:
@@ -170,7 +177,15 @@ class _Machine:
     def earliest(self, mj: ModelJob, ureq: Sequence[int], hosts: Hosts) -> tuple[int, Allocation]:
         wanted = [(k, a) for k, a in enumerate(ureq) if a]
         need = mj.job.units
+        total_demand = [need * a for a in ureq]
+        not_before = 0
         for start in list(self.ends):  # at the last end the machine is empty: always fits
+            if start < not_before:
+                continue
+            blocked_until = self.pool.fits(start, mj.length, total_demand)
+            if blocked_until is not None:
+                not_before = blocked_until
+                continue
             fits = []
             total = 0
             for node, _ in hosts:

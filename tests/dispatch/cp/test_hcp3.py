@@ -9,7 +9,7 @@ from service.dispatch import make_dispatcher
 from service.dispatch.cp import HCP3Dispatcher, ModelConfig, SearchConfig, make_cp_dispatcher
 from service.dispatch.cp.greedy import candidate_plans, plan_objective, serial_plan
 from service.dispatch.cp.hcp3 import build_pooled_model
-from tests.dispatch.cp._util import decide, hcp3, objective, prepared_of, started
+from tests.dispatch.cp._util import DETERMINISTIC, decide, hcp3, objective, prepared_of, started
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
 NO_GUARD = ModelConfig(reserve_above=None)
@@ -80,7 +80,10 @@ def test_known_optimum_with_running_jobs_and_two_types():
 
 def test_diagnostics_report_the_model_size():
     r = job("r", limit=100)
-    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 1)])], [job("a"), job("b")])
+    # b fits the 3 free cores alone, not beside a: the heuristic cannot start both, so
+    # the model is built and searched.
+    queue = [job("a"), job("b", units=3)]
+    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 1)])], queue)
     d = decide(snap).diagnostics
     assert d.dispatcher == "hcp3"
     assert d.model_intervals == 3  # two jobs and one merged running load
@@ -174,3 +177,25 @@ def test_the_greedy_hints_are_feasible_for_the_model():
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         assert solver.solve(pooled.model) == cp_model.OPTIMAL
+
+
+@pytest.mark.parametrize("name", ["hcp3", "pcp3", "pcp20"])
+def test_no_model_when_the_heuristic_already_starts_every_job(name):
+    # Both jobs fit beside the running one: starting them now is the model's only optimum.
+    r = job("r", limit=100)
+    snap = snapshot(0, nodes(4, 4), [running(r, 0, [(0, 1)])], [job("a", units=3), job("b")])
+    decision = decide(snap, dispatcher=make_cp_dispatcher(name, search=DETERMINISTIC))
+    d = decision.diagnostics
+    assert (d.solver_status, d.fallback, d.model_variables) == ("trivial", False, 0)
+    assert sorted(started(decision)) == ["a", "b"]
+    assert decision.planned == {"a": 0, "b": 0}
+
+
+def test_a_guarded_job_waiting_for_its_reservation_keeps_the_model():
+    # "big" (priority above the threshold) cannot start before r ends; "small" fits now
+    # and EASY starts it, but the model must still check it against big's reservation.
+    r = job("r", units=3, limit=100)
+    queue = [job("big", units=4, submit=-10_000), job("small", limit=10)]
+    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 3)])], queue)
+    decision = decide(snap, dispatcher=hcp3(ModelConfig(reserve_above=2.0)))
+    assert decision.diagnostics.solver_status != "trivial"
