@@ -1,4 +1,4 @@
-"""CP dispatchers (SPEC §4): HCP3, PCP3 and PCP'20, sharing ``prepare`` and ``search``.
+"""CP dispatchers (SPEC §4): HCP3, PCP3 and PCP'20, sharing ``flow``, ``prepare`` and ``search``.
 
 Each follows three steps: *prepare* (plain functions: priorities, reductions, window,
 horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *search*
@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from cpsched.errors import UnknownPolicyError
 from service.dispatch.allocators import make_allocator
+from service.dispatch.cp.flow import CPDispatcher
 from service.dispatch.cp.hcp3 import HCP3Dispatcher
 from service.dispatch.cp.pcp3 import PCP3Dispatcher
 from service.dispatch.cp.pcp20 import PCP20Dispatcher
@@ -29,7 +30,7 @@ def make_cp_dispatcher(
     search: SearchConfig | None = None,
     *,
     model: ModelConfig | None = None,
-) -> HCP3Dispatcher:
+) -> CPDispatcher:
     """The CP dispatcher registered as ``name``, allocating with ``allocator``.
 
     ``search`` and ``model`` default to ``SearchConfig()`` and ``ModelConfig()``.
@@ -45,6 +46,7 @@ def make_cp_dispatcher(
 
 __all__ = [
     "CP_DISPATCHERS",
+    "CPDispatcher",
     "HCP3Dispatcher",
     "ModelConfig",
     "PCP3Dispatcher",

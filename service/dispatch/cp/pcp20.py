@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from service.dispatch.allocators import Allocator
+from service.dispatch.cp.budget import Budget, TooLarge
+from service.dispatch.cp.flow import CPDispatcher, Formulation, hint_note
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
-from service.dispatch.cp.hcp3 import Formulation, HCP3Dispatcher, hint_note
 from service.dispatch.cp.pcp3_greedy import (
     Hosts,
     NodePlan,
@@ -42,13 +43,13 @@ from service.dispatch.cp.prepare import (
     ModelJob,
     Prepared,
 )
-from service.dispatch.cp.search import Budget, Clock, SearchConfig, TooLarge
+from service.dispatch.cp.search import Clock, SearchConfig
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
 
 
-class PCP20Dispatcher(HCP3Dispatcher):
+class PCP20Dispatcher(CPDispatcher):
     """PCP'20 with search control and fallback; constructor as PCP3's.
     ``order_units`` orders a job's identical units, ``merge_running`` joins the running
     jobs' rectangles (see ``pcp20_model``).

@@ -26,9 +26,10 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from service.dispatch.allocators import Allocator
+from service.dispatch.cp.budget import Budget, TooLarge
+from service.dispatch.cp.flow import CPDispatcher, Formulation, hint_note
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
-from service.dispatch.cp.hcp3 import Formulation, HCP3Dispatcher, hint_note
 from service.dispatch.cp.pcp3_greedy import (
     Hosts,
     candidate_node_plans,
@@ -39,7 +40,7 @@ from service.dispatch.cp.pcp3_greedy import (
     unit_demand,
 )
 from service.dispatch.cp.prepare import ModelConfig, Prepared
-from service.dispatch.cp.search import Budget, Clock, SearchConfig, TooLarge
+from service.dispatch.cp.search import Clock, SearchConfig
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
@@ -160,7 +161,7 @@ def _break_symmetry(
             last[shape] = start
 
 
-class PCP3Dispatcher(HCP3Dispatcher):
+class PCP3Dispatcher(CPDispatcher):
     """PCP3 with search control and fallback; constructor as HCP3's (the allocator only
     serves the guard's reservation: the model allocates). ``optional`` and ``pooled``
     select the model variant (see the module docstring). ``max_unit_counts`` caps the

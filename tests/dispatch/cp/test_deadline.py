@@ -4,12 +4,12 @@ the call returns the fallback's decision, marked with the phase that had no time
 import pytest
 from ortools.sat.python import cp_model
 
-import service.dispatch.cp.hcp3 as hcp3_module
+import service.dispatch.cp.flow as flow_module
 import service.dispatch.cp.search as search
 from service.dispatch import make_dispatcher
 from service.dispatch.allocators import BestFit
 from service.dispatch.cp import HCP3Dispatcher, PCP3Dispatcher, PCP20Dispatcher, SearchConfig
-from service.dispatch.cp.search import Budget, OutOfTime
+from service.dispatch.cp.budget import Budget, OutOfTime
 from tests.dispatch.cp._util import decide
 from tests.dispatch.cp.test_pcp3 import NO_GUARD, fragmented
 from tests.factories import limits_as_durations
@@ -66,13 +66,13 @@ def test_a_clock_that_stands_still_lets_the_solver_answer(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_time_running_out_in_preparation_skips_the_model(kind, monkeypatch):
     snap, clock = fragmented(), JumpClock()
-    real = hcp3_module.prepare
+    real = flow_module.prepare
 
     def slow_prepare(*args, **kwargs):
         clock.jump()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(hcp3_module, "prepare", slow_prepare)
+    monkeypatch.setattr(flow_module, "prepare", slow_prepare)
     decision = decide(snap, dispatcher=dispatcher_with(kind, clock))
     assert_fallback(decision, snap, kind, ["formulate"])
     assert decision.diagnostics.model_variables == 0

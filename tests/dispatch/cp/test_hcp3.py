@@ -6,7 +6,12 @@ from ortools.sat.python import cp_model
 import service.dispatch.cp as cp
 from cpsched.errors import ConfigError, UnknownPolicyError
 from service.dispatch import make_dispatcher
-from service.dispatch.cp import HCP3Dispatcher, ModelConfig, SearchConfig, make_cp_dispatcher
+from service.dispatch.cp import (
+    CPDispatcher,
+    ModelConfig,
+    SearchConfig,
+    make_cp_dispatcher,
+)
 from service.dispatch.cp.greedy import candidate_plans, plan_objective, serial_plan
 from service.dispatch.cp.hcp3 import build_pooled_model
 from tests.dispatch.cp._util import DETERMINISTIC, decide, hcp3, objective, prepared_of, started
@@ -18,6 +23,7 @@ NO_GUARD = ModelConfig(reserve_above=None)
 def test_public_api():
     assert set(cp.__all__) == {
         "CP_DISPATCHERS",
+        "CPDispatcher",
         "HCP3Dispatcher",
         "ModelConfig",
         "PCP3Dispatcher",
@@ -29,7 +35,7 @@ def test_public_api():
 
 def test_factory_builds_hcp3_and_rejects_unknown_names():
     dispatcher = make_cp_dispatcher("hcp3", "first-fit", SearchConfig(deadline=1.0))
-    assert isinstance(dispatcher, HCP3Dispatcher)
+    assert isinstance(dispatcher, CPDispatcher)
     assert dispatcher.name == "hcp3"
     assert dispatcher.allocator.name == "first-fit"
     assert dispatcher.fallback.name == "easy"

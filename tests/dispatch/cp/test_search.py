@@ -6,7 +6,7 @@ import itertools
 import pytest
 from ortools.sat.python import cp_model
 
-import service.dispatch.cp.hcp3 as hcp3_module
+import service.dispatch.cp.flow as flow_module
 import service.dispatch.cp.search as search
 from cpsched.errors import ConfigError
 from service.dispatch import make_dispatcher
@@ -169,12 +169,12 @@ def test_a_tiny_deadline_returns_the_fallback_in_time():
 
 def test_a_proven_infeasible_model_starts_nothing(monkeypatch):
     # A horizon of 0 cannot hold both jobs: the model is infeasible by construction.
-    real = hcp3_module.prepare
+    real = flow_module.prepare
 
     def cramped(*args, **kwargs):
         return dataclasses.replace(real(*args, **kwargs), horizon=0)
 
-    monkeypatch.setattr(hcp3_module, "prepare", cramped)
+    monkeypatch.setattr(flow_module, "prepare", cramped)
     snap = busy_snapshot()
     assert started(easy_decision(snap)) == ["short"]  # the fallback would start one
     decision = decide(snap)
