@@ -29,7 +29,6 @@ _SEARCH = re.compile(r"^search: \d+ run\(s\), objective (-?\d+|None)")
 _HEURISTIC = re.compile(r"heuristic-seeded (-?\d+)")
 _PRIORITY = re.compile(r"priority greedy (-?\d+)")
 _PHASE = re.compile(r"(\w+) (\d+(?:\.\d+)?)")
-_FALLBACK = re.compile(r"^fallback: (.*?); decision of ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +85,8 @@ def phases(decision: Decision) -> dict[str, float]:
 
 
 def fallback_reason(decision: Decision) -> str | None:
-    if not decision.diagnostics.fallback:
-        return None
-    for note in decision.diagnostics.notes:
-        if (m := _FALLBACK.match(note)) is not None:
-            return m.group(1)
-    return "unknown"
+    d = decision.diagnostics
+    return (d.fallback_reason or "unknown") if d.fallback else None
 
 
 def selected(

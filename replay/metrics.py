@@ -137,6 +137,7 @@ def _dispatch(result: ReplayResult, include_timings: bool) -> dict[str, object]:
     out: dict[str, object] = {
         "dispatch_calls": len(d.wall_ms),
         "fallbacks": int(d.fallbacks),
+        "fallback_reasons": {str(k): int(v) for k, v in sorted(d.fallback_reasons.items())},
         "extensions": int(d.extensions),
         "solver_status": {str(k): int(v) for k, v in sorted(d.solver_status.items())},
         "model_size": None

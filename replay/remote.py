@@ -92,6 +92,7 @@ def from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
             dispatcher=d.dispatcher,
             solver_status=d.solver_status,
             fallback=d.fallback,
+            fallback_reason=d.fallback_reason,
             restarts=d.restarts,
             model_variables=d.model_variables,
             model_constraints=d.model_constraints,

@@ -182,6 +182,8 @@ class DispatchStats:
     model_size: dict[str, np.ndarray] | None = field(default=None)
     """Optional per-call model sizes (e.g. ``{"intervals": ..., "variables": ...}``) for
     the CP dispatchers (SPEC §9); summarised as mean and max when present."""
+    fallback_reasons: dict[str, int] = field(default_factory=dict)
+    """Reason -> count of the ``fallbacks`` (``Diagnostics.fallback_reason``)."""
 
     @classmethod
     def from_columns(
@@ -193,6 +195,7 @@ class DispatchStats:
         extensions: int = 0,
         solver_status: Mapping[str, int] | None = None,
         model_size: Mapping[str, ArrayLike] | None = None,
+        fallback_reasons: Mapping[str, int] | None = None,
     ) -> DispatchStats:
         return cls(
             time=np.asarray(time, dtype=np.int64),
@@ -205,6 +208,7 @@ class DispatchStats:
                 if model_size is None
                 else {k: np.asarray(v, dtype=np.int64) for k, v in model_size.items()}
             ),
+            fallback_reasons=dict(fallback_reasons or {}),
         )
 
 

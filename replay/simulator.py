@@ -125,6 +125,7 @@ class Simulator:
         self._call_times = array("q")
         self._wall_ms = array("d")
         self._fallbacks = 0
+        self._fallback_reasons: dict[str, int] = {}
         self._statuses: dict[str, int] = {}
 
     def run(self) -> ReplayResult:
@@ -209,6 +210,9 @@ class Simulator:
     def _count(self, decision: Decision) -> None:
         diagnostics = decision.diagnostics
         self._fallbacks += diagnostics.fallback
+        if diagnostics.fallback:
+            reason = diagnostics.fallback_reason or "unknown"
+            self._fallback_reasons[reason] = self._fallback_reasons.get(reason, 0) + 1
         status = diagnostics.solver_status
         self._statuses[status] = self._statuses.get(status, 0) + 1
 
@@ -312,6 +316,7 @@ class Simulator:
             time=np.frombuffer(self._call_times, dtype=np.int64).copy(),
             wall_ms=np.frombuffer(self._wall_ms, dtype=np.float64).copy(),
             fallbacks=self._fallbacks,
+            fallback_reasons=dict(sorted(self._fallback_reasons.items())),
             extensions=self._extensions,
             solver_status=dict(sorted(self._statuses.items())),
         )

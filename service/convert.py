@@ -205,6 +205,7 @@ def to_decision_out(
             dispatcher=d.dispatcher,
             solver_status=d.solver_status,
             fallback=d.fallback,
+            fallback_reason=d.fallback_reason,
             restarts=d.restarts,
             wall_ms=round(wall_ms, 3),
             solve_ms=round(solve_ms, 3),

@@ -206,6 +206,7 @@ class Orchestrator:
         diagnostics = replace(
             fallback.diagnostics,
             fallback=True,
+            fallback_reason=reason,
             solver_status=reason,
             notes=(
                 *fallback.diagnostics.notes,

@@ -115,6 +115,11 @@ class DiagnosticsOut(ResponseModel):
     dispatcher: str
     solver_status: str
     fallback: bool
+    fallback_reason: str | None = Field(
+        default=None,
+        description="Why the fallback heuristic answered: the service's 'deadline', 'invalid' "
+        "or 'error', or the CP dispatcher's own reason (e.g. 'no time left for solve').",
+    )
     restarts: int
     wall_ms: float = Field(description="Snapshot parsed to decision ready (audit excluded), ms.")
     solve_ms: float = Field(description="Of which the dispatcher's decide (or fallback), ms.")

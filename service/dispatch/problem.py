@@ -159,6 +159,10 @@ class Diagnostics:
     dispatcher: str
     solver_status: str = "heuristic"
     fallback: bool = False
+    fallback_reason: str | None = None
+    """Why the fallback heuristic answered, when ``fallback``: the CP dispatchers' "no time
+    left for <phase>", "model too large", "no CP solution (<status>)" or "invalid CP
+    decision"; the service's "deadline", "invalid" or "error"."""
     restarts: int = 0
     model_variables: int = 0
     model_constraints: int = 0

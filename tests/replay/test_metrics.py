@@ -56,6 +56,7 @@ def four_jobs(wall_ms: list[float] | None = None) -> ReplayResult:
         time=range(len(wall_ms)),
         wall_ms=wall_ms,
         fallbacks=1,
+        fallback_reasons={"no time left for solve": 1},
         solver_status={"optimal": 5, "heuristic": 3},
     )
     return ReplayResult(jobs, series, dispatch, settings={"trace": "hand.swf", "seed": 7})
@@ -141,6 +142,7 @@ def test_summary_matches_hand_computation():
     assert s["dispatch_ms_p99"] == round(7 + 0.93 * 93, 6)
     assert s["dispatch_ms_max"] == 100.0
     assert s["fallbacks"] == 1
+    assert s["fallback_reasons"] == {"no time left for solve": 1}
     assert s["solver_status"] == {"heuristic": 3, "optimal": 5}
     assert s["by_length_class"] == {
         "short": {

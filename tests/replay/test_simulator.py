@@ -175,3 +175,16 @@ def test_requested_limits_never_kill_even_when_runs_exceed_them():
     result = replay([trace_job("over", 0, 1, 100, 150)])
     assert result.jobs.killed.tolist() == [False]
     assert result.jobs.end.tolist() == [150]
+
+
+def test_fallbacks_are_counted_with_their_reasons():
+    # A CP deadline too short for anything: every modelled call falls back to EASY.
+    from service.dispatch.cp import SearchConfig, make_cp_dispatcher
+
+    crowded = [trace_job(f"j{i}", i // 4, 1 + i % 3, 100, 20 + 7 * i) for i in range(10)]
+    hcp3 = make_cp_dispatcher("hcp3", search=SearchConfig(deadline=1e-9, margin=0))
+    result = Simulator(system(4), crowded, hcp3, WallTime(), SimulatorOptions()).run()
+    reasons = result.dispatch.fallback_reasons
+    assert result.dispatch.fallbacks > 0
+    assert sum(reasons.values()) == result.dispatch.fallbacks
+    assert set(reasons) == {"no time left for prepare"}

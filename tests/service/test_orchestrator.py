@@ -59,6 +59,7 @@ def test_bad_dispatcher_answers_with_fallback(make_client, dispatcher, status):
     d = answer.json()
     assert d["diagnostics"]["fallback"] is True
     assert d["diagnostics"]["solver_status"] == status
+    assert d["diagnostics"]["fallback_reason"] == status
     assert [s["job_id"] for s in d["starts"]] == ["q1"]  # EASY's answer
     assert (
         f'cpsched_dispatch_fallbacks_total{{cluster="c1",reason="{status}"}} 1.0'

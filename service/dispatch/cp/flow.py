@@ -252,6 +252,7 @@ class CPDispatcher:
             diagnostics=replace(
                 diagnostics,
                 fallback=True,
+                fallback_reason=reason,
                 notes=(*diagnostics.notes, why, *heuristic.diagnostics.notes),
             ),
         )

@@ -52,6 +52,7 @@ def assert_fallback(decision, snap, kind, phases):
     assert d.fallback and d.dispatcher == kind and d.solver_status == "deadline"
     reasons = [n for n in d.notes if n.startswith("fallback: ")]
     assert reasons in ([f"fallback: no time left for {p}; decision of easy"] for p in phases)
+    assert d.fallback_reason in (f"no time left for {p}" for p in phases)
 
 
 @pytest.mark.parametrize("kind", KINDS)
