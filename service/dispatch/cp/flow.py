@@ -37,6 +37,9 @@ class Formulation:
     model: cp_model.CpModel
     variables: Sequence[cp_model.IntVar]
     hint: list[int]
+    hint_objective: int | None
+    """The hint's objective, when the hint is a complete solution of the model (every
+    greedy plan is, by construction): the search's incumbent."""
     size: tuple[int, int, int]
     """Variables, constraints, intervals."""
     hint_note: str
@@ -128,6 +131,7 @@ class CPDispatcher:
             self.search,
             budget.clock,
             budget.began,
+            incumbent=formulation.hint_objective,
         )
         budget.mark("solve")
         notes += (

@@ -104,6 +104,7 @@ class HCP3Dispatcher(CPDispatcher):
             variables=pooled.starts,
             hint=[plans[chosen][j.job.id] for j in prepared.jobs],
             size=(pooled.variables, pooled.constraints, pooled.intervals),
+            hint_objective=costs[chosen],
             hint_note=hint_note(chosen, costs),
             payload=pooled,
         )

@@ -137,6 +137,7 @@ class PCP20Dispatcher(CPDispatcher):
             variables=built.decision_variables(),
             hint=built.hint_values(prepared, placed[chosen]),
             size=(built.variables, built.constraints, built.intervals),
+            hint_objective=costs[chosen],
             hint_note=hint_note(chosen, costs),
             payload=built,
         )

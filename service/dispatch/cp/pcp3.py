@@ -232,6 +232,7 @@ class PCP3Dispatcher(CPDispatcher):
             variables=built.decision_variables(),
             hint=plans[chosen].values(prepared, hosts),  # in decision_variables() order
             size=(built.variables, built.constraints, built.intervals),
+            hint_objective=costs[chosen],
             hint_note=hint_note(chosen, costs),
             payload=built,
         )

@@ -74,7 +74,7 @@ class FakeSolver:
         return int(self.objective_value)
 
 
-def run_loop(monkeypatch, config, results):
+def run_loop(monkeypatch, config, results, incumbent=None):
     clock = FakeClock()
     runs = []
     results = iter(results)
@@ -86,7 +86,7 @@ def run_loop(monkeypatch, config, results):
     monkeypatch.setattr(search, "_solver", fake_solver)
     model = cp_model.CpModel()
     x = model.new_int_var(0, 10, "x")
-    outcome = solve_with_restarts(model, [x], [3], config, clock, 0.0)
+    outcome = solve_with_restarts(model, [x], [3], config, clock, 0.0, incumbent=incumbent)
     return outcome, runs
 
 
@@ -126,6 +126,45 @@ def test_proven_infeasibility_is_never_retried(monkeypatch):
         monkeypatch, SearchConfig(), itertools.repeat((cp_model.INFEASIBLE, None))
     )
     assert outcome.status == "infeasible" and len(runs) == 1
+
+
+def test_a_hint_with_its_objective_is_the_answer_when_nothing_better_comes(monkeypatch):
+    # The fake solver's solution is its objective, so the hint [3] has objective 3.
+    config = SearchConfig(deadline=1000.0)
+    nothing = itertools.repeat((cp_model.UNKNOWN, None))
+    outcome, runs = run_loop(monkeypatch, config, nothing, incumbent=3)
+    assert (outcome.status, outcome.values, outcome.objective) == ("hint", (3,), 3)
+    assert len(runs) == config.patience  # runs without a solution do not improve either
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        ((cp_model.FEASIBLE, 2), ("feasible", (2,))),  # better than the hint
+        ((cp_model.OPTIMAL, 3), ("optimal", (3,))),  # the hint, proven optimal
+        ((cp_model.OPTIMAL, 5), ("optimal", (5,))),  # a hint below the optimum was wrong
+    ],
+)
+def test_the_incumbent_hint_against_the_solvers_solutions(monkeypatch, result, expected):
+    results = [result, (cp_model.FEASIBLE, 4), (cp_model.FEASIBLE, 4)]
+    outcome, _ = run_loop(monkeypatch, SearchConfig(deadline=1000.0), results, incumbent=3)
+    assert (outcome.status, outcome.values) == expected
+
+
+def test_the_hint_plan_answers_when_the_solver_finds_nothing(monkeypatch):
+    class Silent:  # a solver that never finds anything in its time
+        objective_value = 0.0
+
+        def solve(self, model):
+            return cp_model.UNKNOWN
+
+    monkeypatch.setattr(search, "_solver", lambda config, limit, left: Silent())
+    snap = busy_snapshot()
+    decision = decide(snap)  # checked by the validator
+    d = decision.diagnostics
+    assert (d.solver_status, d.fallback) == ("hint", False)
+    assert started(decision) == ["short"]
+    assert any(n.startswith("hint: ") for n in d.notes)
 
 
 def test_solver_parameters_follow_the_mode():
