@@ -60,6 +60,10 @@ DeadlineOpt = Annotated[
 CpLimitOpt = Annotated[
     float, typer.Option(help="CP dispatchers: first restart's time limit (doubles up to 16x).")
 ]
+CpPatienceOpt = Annotated[
+    int,
+    typer.Option(min=1, help="CP dispatchers: stop after this many runs without improvement."),
+]
 DeterministicOpt = Annotated[
     bool,
     typer.Option(help="CP dispatchers: limit searches by solver work, not wall time."),
@@ -113,6 +117,7 @@ def replay(
     correction_lead: LeadOpt = 60,
     cp_deadline: DeadlineOpt = 2.0,
     cp_limit: CpLimitOpt = 1.0,
+    cp_patience: CpPatienceOpt = 2,
     cp_deterministic: DeterministicOpt = False,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
@@ -154,6 +159,7 @@ def replay(
         correction_lead=correction_lead,
         cp_deadline=cp_deadline,
         cp_limit=cp_limit,
+        cp_patience=cp_patience,
         cp_deterministic=cp_deterministic,
         jobs=jobs,
         warmup_fraction=warmup,

@@ -48,6 +48,7 @@ def http_check(settings: ReplaySettings) -> HttpCheck:
         "correction_lead": settings.correction_lead,
         "deadline_s": max(settings.cp_deadline * 1.25, 1.0),
         "cp_limit_s": settings.cp_limit,
+        "cp_patience": settings.cp_patience,
         "cp_deterministic": settings.cp_deterministic,
     }
     with local_service(settings.out / "service", token=TOKEN, **policy) as service:

@@ -42,6 +42,8 @@ class ReplaySettings:
     """Seconds a CP dispatcher may take per call before its fallback answers."""
     cp_limit: float = 1.0
     """First time limit of the CP search's restarts (doubling up to 16 times it)."""
+    cp_patience: int = 2
+    """Runs without improvement after which the CP search stops (the papers' k)."""
     cp_deterministic: bool = False
     """Limit CP searches by solver work instead of wall time: reproducible replays."""
     jobs: int | None = None
@@ -78,6 +80,7 @@ def cp_search(settings: ReplaySettings) -> SearchConfig | None:
     return SearchConfig(
         initial_limit=settings.cp_limit,
         max_limit=16 * settings.cp_limit,
+        patience=settings.cp_patience,
         deadline=settings.cp_deadline,
         deterministic=settings.cp_deterministic,
     )

@@ -57,6 +57,7 @@ def build_dispatchers(policy: ClusterPolicy) -> tuple[Dispatcher, Dispatcher]:
         search = SearchConfig(
             initial_limit=policy.cp_limit_s,
             max_limit=16 * policy.cp_limit_s,
+            patience=policy.cp_patience,
             deadline=policy.deadline_s * 0.8,
             deterministic=policy.cp_deterministic,
         )

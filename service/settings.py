@@ -36,6 +36,7 @@ class ClusterPolicy(StrictModel):
     )
     deadline_s: float = Field(2.0, gt=0, le=600)
     cp_limit_s: float = Field(1.0, gt=0)
+    cp_patience: int = Field(2, ge=1, description="CP: runs without improvement before stopping.")
     cp_deterministic: bool = False
     retrain_every: int = Field(1000, ge=1, description="AdaBoost: completions per retrain.")
 
