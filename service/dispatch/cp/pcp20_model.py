@@ -247,6 +247,21 @@ def merged(rects: Iterable[Rect]) -> list[Rect]:
     return out
 
 
+MAX_PIECES = 16
+"""Above this many linear pieces, a unit's position bounds are element tables."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """Consecutive hosts ``first..last`` over which both bounds are linear in the node."""
+
+    first: int
+    last: int
+    lo: tuple[int, int]
+    """``(a, b)``: the lowest start position on node ``n`` is ``a + b·n``."""
+    hi: tuple[int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class _Bounds:
     """Where a unit's position of one type may lie, given its node among ``hosts``."""
@@ -256,35 +271,70 @@ class _Bounds:
     lo: list[int]
     """Lowest start position on each node of the machine (a table indexed by node)."""
     hi: list[int]
-    lines: tuple[tuple[int, int], tuple[int, int]] | None
-    """``lo`` and ``hi`` as ``a + b·node`` over the hosts, when they are linear there."""
+    pieces: list[_Piece] | None
+    """The hosts cut into runs on which the bounds are linear; None if there are more
+    than ``MAX_PIECES``."""
 
 
 def _bounds(lay: Layout, hosts: Sequence[int], k: int, a: int) -> _Bounds:
     lo = [o[k] for o in lay.offsets]
     hi = [o[k] + c[k] - a for o, c in zip(lay.offsets, lay.caps, strict=True)]
     domain = cp_model.Domain.from_intervals([[lo[n], hi[n]] for n in hosts])
-    lines = None
-    if len(hosts) > 1:
-        line_lo, line_hi = _line(hosts, lo), _line(hosts, hi)
-        if line_lo is not None and line_hi is not None:
-            lines = line_lo, line_hi
-    return _Bounds(domain, lo, hi, lines)
+    return _Bounds(domain, lo, hi, _pieces(hosts, lo, hi))
+
+
+def _pieces(hosts: Sequence[int], lo: Sequence[int], hi: Sequence[int]) -> list[_Piece] | None:
+    """``hosts`` (sorted) cut greedily into the longest runs over which ``lo`` and ``hi``
+    are both linear in the node index."""
+    pieces: list[_Piece] = []
+    i = 0
+    while i < len(hosts):
+        if len(pieces) == MAX_PIECES:
+            return None
+        j = i + 1  # hosts[i:j] is the run so far
+        lines = (lo[hosts[i]], 0), (hi[hosts[i]], 0)
+        if j < len(hosts):
+            pair = hosts[i : j + 1]
+            line_lo, line_hi = _line(pair, lo), _line(pair, hi)
+            if line_lo is not None and line_hi is not None:
+                lines = line_lo, line_hi
+                j += 1
+                (a_lo, b_lo), (a_hi, b_hi) = lines
+                while j < len(hosts) and (
+                    lo[hosts[j]] == a_lo + b_lo * hosts[j]
+                    and hi[hosts[j]] == a_hi + b_hi * hosts[j]
+                ):
+                    j += 1
+        pieces.append(_Piece(hosts[i], hosts[j - 1], *lines))
+        i = j
+    return pieces
 
 
 def _link(model: cp_model.CpModel, node: cp_model.IntVar, p: cp_model.IntVar, b: _Bounds) -> None:
     """A unit's position ``p`` of one type lies within the range of the unit's node.
 
     Where the hosts' lowest and highest start positions are linear in the node index
-    (identical hosts, numbered in order: every homogeneous machine, and each group of a
-    heterogeneous one), two linear inequalities say it. Otherwise the bounds are looked up
-    by ``AddElement`` on the index, which CP-SAT expands into one literal per node: on 120
-    HPC2N nodes that made 198,000 booleans from 1,100 lookups, and a 0.05 s run took
-    0.8 s before it looked at its limit."""
-    if b.lines is not None:
-        (a_lo, b_lo), (a_hi, b_hi) = b.lines
+    (identical hosts, numbered in order: every homogeneous machine), two linear
+    inequalities say it; where they are linear on a few runs of hosts (the node groups of
+    a heterogeneous machine), one literal per run selects its inequalities. Otherwise the
+    bounds are looked up by ``AddElement`` on the index, which CP-SAT expands into one
+    literal per node: on 120 HPC2N nodes that made 198,000 booleans from 1,100 lookups
+    (a 0.05 s run took 0.8 s before it looked at its limit), and on Curie's 5,544 nodes
+    in three groups CP-SAT spent up to 3.9 s loading such tables."""
+    if b.pieces is not None and len(b.pieces) == 1:
+        (a_lo, b_lo), (a_hi, b_hi) = b.pieces[0].lo, b.pieces[0].hi
         model.add(p >= a_lo + b_lo * node)
         model.add(p <= a_hi + b_hi * node)
+        return
+    if b.pieces is not None:
+        chosen = [model.new_bool_var("") for _ in b.pieces]
+        model.add_exactly_one(chosen)
+        for lit, piece in zip(chosen, b.pieces, strict=True):
+            (a_lo, b_lo), (a_hi, b_hi) = piece.lo, piece.hi
+            model.add(node >= piece.first).only_enforce_if(lit)
+            model.add(node <= piece.last).only_enforce_if(lit)
+            model.add(p >= a_lo + b_lo * node).only_enforce_if(lit)
+            model.add(p <= a_hi + b_hi * node).only_enforce_if(lit)
         return
     lo_v = model.new_int_var(min(b.lo), max(b.lo), "")
     hi_v = model.new_int_var(min(b.hi), max(b.hi), "")

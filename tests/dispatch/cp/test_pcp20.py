@@ -1,5 +1,6 @@
 """PCP'20: the position model's decisions are valid and agree with PCP3's optima."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
@@ -144,3 +145,32 @@ def test_node_bounds_are_linear_only_where_every_host_is_on_one_line():
     assert _line([4, 5, 6], offsets) == (64 - 2 * 4, 2)
     assert _line([2, 3, 4, 5], offsets) is None  # two groups: the element tables serve
     assert _line([0, 3], [0, 1, 2, 4]) is None  # a step of 4/3 is not an integer line
+
+
+def test_hosts_are_cut_into_runs_with_linear_bounds():
+    from service.dispatch.cp.pcp20_model import _pieces
+
+    offsets = [0, 16, 32, 48, 64, 66, 68]  # four 16-core nodes, then three 2-core ones
+    top = [o + 15 for o in offsets[:4]] + [o + 1 for o in offsets[4:]]
+    runs = [(p.first, p.last, p.lo, p.hi) for p in _pieces(range(7), offsets, top)]
+    assert runs == [(0, 3, (0, 16), (15, 16)), (4, 6, (56, 2), (57, 2))]
+    apart = _pieces([2, 5], offsets, top)  # 34/3 per node: no line, two constant runs
+    assert [(p.first, p.last, p.lo, p.hi) for p in apart] == [
+        (2, 2, (32, 0), (47, 0)),
+        (5, 5, (66, 0), (67, 0)),
+    ]
+
+
+@pytest.mark.parametrize("pieces", [16, 1])
+def test_both_encodings_of_node_bounds_give_the_same_optimum(monkeypatch, pieces):
+    # Two node sizes: the bounds are linear on two runs of hosts (literals per run); with
+    # MAX_PIECES 1 the element tables serve instead. The optimum must not change.
+    import service.dispatch.cp.pcp20_model as pcp20_model
+
+    monkeypatch.setattr(pcp20_model, "MAX_PIECES", pieces)
+    snap = mixed_instance()[0]
+    decision = decide(snap, dispatcher=pcp20())
+    assert decision.diagnostics.solver_status in ("optimal", "trivial")
+    unmodified = decide(snap, dispatcher=pcp3())
+    prepared = prepared_of(snap)
+    assert objective(prepared, decision.planned) == objective(prepared, unmodified.planned)
