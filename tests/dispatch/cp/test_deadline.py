@@ -218,3 +218,32 @@ def test_a_pcp3_window_above_its_variable_cap_falls_back_at_once(monkeypatch):
     assert decision.starts == easy(snap).starts
     assert decision.diagnostics.solver_status == "too_large"
     assert "fallback: model too large; decision of easy" in decision.diagnostics.notes
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_time_for_the_work_after_the_search_is_kept_from_the_next_search(kind, monkeypatch):
+    # The clock stands still except in the extract phase, which takes 0.3 s: the next
+    # call's solver gets 0.3 s less than the first's.
+    snap, clock = fragmented(), JumpClock()
+    dispatcher = dispatcher_with(kind, clock)
+    real_extract = dispatcher._extract
+
+    def slow_extract(*args, **kwargs):
+        clock.now += 0.3
+        return real_extract(*args, **kwargs)
+
+    monkeypatch.setattr(dispatcher, "_extract", slow_extract)
+    real_solver, lefts = search._solver, []
+
+    def recording_solver(config, limit, left):
+        lefts.append(left)
+        return real_solver(config, limit, left)
+
+    monkeypatch.setattr(search, "_solver", recording_solver)
+    first = decide(snap, dispatcher=dispatcher)
+    clock.now = 0.0  # a second call on a fresh clock
+    lefts_first = list(lefts)
+    second = decide(snap, dispatcher=dispatcher)
+    assert not first.diagnostics.fallback and not second.diagnostics.fallback
+    assert dispatcher.after_solve_s == pytest.approx(0.3)
+    assert lefts[len(lefts_first)] == pytest.approx(lefts_first[0] - 0.3)
