@@ -8,6 +8,8 @@ and how long each evaluation took; the last column compares each MAE with last-t
 (list last-two before the others). A predictor may carry constructor options after
 ``+``: ``profile+fallback=last-two``, ``adaboost+criterion=squared_error+features=history``
 (``history`` names :data:`predictor.adaboost.HISTORY_FEATURES`; numbers are numbers).
+``features`` takes ``:``-separated parts, each a feature or a named set (``basic``,
+``history``, ``default``): ``adaboost+features=basic:queue+min_samples_leaf=1``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from pathlib import Path
 
 from predictor.accuracy import evaluate
-from predictor.adaboost import HISTORY_FEATURES
+from predictor.adaboost import BASIC_FEATURES, DEFAULT_FEATURES, HISTORY_FEATURES
 from predictor.base import Predictor
 from predictor.registry import make_predictor
 from replay.runner import resolve_system
@@ -40,8 +42,14 @@ def build(spec: str) -> Predictor:
     for pair in pairs:
         key, _, text = pair.partition("=")
         value: object = text
-        if text == "history":
-            value = HISTORY_FEATURES
+        if key == "features":
+            sets = {
+                "basic": BASIC_FEATURES,
+                "default": DEFAULT_FEATURES,
+                "history": HISTORY_FEATURES,
+            }
+            parts = [sets.get(part, (part,)) for part in text.split(":")]
+            value = tuple(dict.fromkeys(f for part in parts for f in part))
         elif text.lstrip("-").replace(".", "", 1).isdigit():
             value = float(text) if "." in text else int(text)
         options[key] = value

@@ -26,23 +26,42 @@ evaluation) on the full traces; figures are MAE / last-two's MAE. Refits draw on
 same ``random_state`` but a tie between equally good splits goes one way or the other
 with the column set, so differences of 1-2% between feature sets are noise.
 
-* Defaults (``DEFAULT_FEATURES``, ``absolute_error`` trees, depth 8, 10 trees, learning
-  rate 0.1, 20,000-row window, a refit every 1,000 jobs): KTH 0.804, CTC 0.969,
-  HPC2N 0.864, Curie 0.916, MetaCentrum 0.782. Of these features, ``last_two`` lowered
-  the MAE by 2.5-4.3% on KTH, CTC and HPC2N; ``hour`` and ``queue``/``name`` raised it
-  by 1-1.5%; ``log_time_limit`` changes nothing (trees split on order).
-* ``HISTORY_FEATURES`` (the user's recent run times, the job-profile answer and its
-  rule) help at equal settings: with ``absolute_error`` trees refitted every 10,000
-  jobs (HPC2N) or 3,000 (KTH), a prototype of them lowered the MAE from 0.936 to 0.846
-  on HPC2N and from 0.831 to 0.779 on KTH. But ``absolute_error`` trees fit 20,000 rows
-  of 13 features in about 4 s against 1.2 s for 5 features, too slow to replay every
-  trace with a refit every 1,000 jobs in the time that was available, so this
-  combination is not measured on full traces. With ``squared_error`` trees (0.4 s a
-  fit) they gave KTH 0.792, CTC 0.948, HPC2N 0.885, Curie 0.956, MetaCentrum 0.797:
-  better than the defaults on KTH and CTC, worse on the other three, so the defaults
-  stay. Adding ``hour`` and ``weekday`` moved HPC2N by 0.5%, noise. A 10,000-row window
-  refitted every 2,000 jobs (``absolute_error``, history features) was worse: HPC2N
-  0.910.
+* Defaults (``DEFAULT_FEATURES`` = ``HISTORY_FEATURES``, ``absolute_error`` trees, depth
+  8, at least 20 rows a leaf, 10 trees, learning rate 0.1, 20,000-row window, a refit
+  every 1,000 jobs): KTH 0.758, CTC 0.906, HPC2N 0.836, Curie 0.871, MetaCentrum
+  0.730; under-rates 0.52, 0.50, 0.52, 0.50 and 0.61. Replays took 85 s, 306 s, 809 s,
+  1,213 s and 338 s. Cost (``bench/predictor_cost.py``, HPC2N, 100,000 jobs observed):
+  a prediction 15 µs (p50), 26 µs (p99); a refit 2.0 s CPU on a 10,000-job history,
+  3.9 s on the 20,000-row window.
+* Former defaults (``BASIC_FEATURES``, one row a leaf): KTH 0.804, CTC 0.969, HPC2N
+  0.864, Curie 0.916, MetaCentrum 0.782. Of these features, ``last_two`` lowered the
+  MAE by 2.5-4.3% on KTH, CTC and HPC2N; ``hour`` and ``queue``/``name`` raised it by
+  1-1.5%; ``log_time_limit`` changes nothing (trees split on order).
+* ``HISTORY_FEATURES`` with one row a leaf: KTH 0.759, CTC 0.916, HPC2N 0.835, Curie
+  0.873, but MetaCentrum 0.888 (its under-rate rose to 0.62): leaves of a few jobs
+  chase single run times. A fit of 20,000 rows of 13 features takes about 4 s against
+  1.2 s for 5: the replays took 84 s (KTH), 243 s (CTC), 640 s (HPC2N), 1,229 s (Curie)
+  and 374 s (MetaCentrum). (A prototype refitted every 10,000 jobs on HPC2N and 3,000 on
+  KTH had lowered the MAE there from 0.936 to 0.846 and from 0.831 to 0.779.) With
+  ``squared_error`` trees (0.4 s a fit) they gave KTH 0.792, CTC 0.948, HPC2N 0.885,
+  Curie 0.956, MetaCentrum 0.797. Adding ``hour`` and ``weekday`` moved HPC2N by 0.5%,
+  noise. A 10,000-row window refitted every 2,000 jobs (``absolute_error``, history
+  features) was worse: HPC2N 0.910.
+* ``min_samples_leaf`` 20 against 1 (history features) on 50,000-job prefixes refitted
+  every 2,500 jobs: HPC2N 0.930 against 0.944, Curie 0.929 against 0.968, MetaCentrum
+  0.888 against 0.927; on the full traces the figures of the first item.
+* Screened on the same prefixes (history features, ``absolute_error``, one row a leaf;
+  history alone: HPC2N 0.944, Curie 0.968, MetaCentrum 0.927): the ``ratio``
+  target gave 1.015, 1.014 and 0.799 (better only where every request is 30 days);
+  the spread features ``recent_mad`` (median absolute deviation of the recent run
+  times), ``killed_rate`` (share of the user's recent jobs that ran to their limit),
+  ``since_last`` (seconds since the user's last job ended), ``profile_count`` and
+  ``profile_mad`` (how many profile matches and their spread), all five added, gave
+  HPC2N 0.951 and Curie 0.940: no consistent gain, so they were not kept. The
+  ``profile`` feature already falls back to the user's last-two mean when no rule
+  matches (the predictor's rule 6 gives the requested time). The number of the user's
+  queued jobs is not a feature: it depends on jobs that have not finished, which the
+  no-future-leak rule forbids.
 * Target: ``log`` run time raised the MAE (``squared_error``, history features: HPC2N
   0.963, Curie 1.037, the model then underestimates two jobs in three; leaves average
   logarithms, far below the median of a bimodal distribution). ``ratio`` (run /
@@ -70,14 +89,16 @@ from predictor.base import FinishedJob, clamp
 from predictor.lasttwo import LastTwo
 from service.dispatch.problem import Job
 
-__all__ = ["DEFAULT_FEATURES", "FEATURES", "HISTORY_FEATURES", "AdaBoost"]
+__all__ = ["BASIC_FEATURES", "DEFAULT_FEATURES", "FEATURES", "HISTORY_FEATURES", "AdaBoost"]
 
-DEFAULT_FEATURES: tuple[str, ...] = ("user", "cores", "mem", "time_limit", "last_two")
+BASIC_FEATURES: tuple[str, ...] = ("user", "cores", "mem", "time_limit", "last_two")
+"""The request and the user's last-two mean: the defaults until history features won."""
 HISTORY_FEATURES: tuple[str, ...] = (
-    *DEFAULT_FEATURES, "last", "recent_mean", "recent_median", "recent_min", "recent_max",
+    *BASIC_FEATURES, "last", "recent_mean", "recent_median", "recent_min", "recent_max",
     "recent_ratio", "profile", "profile_rule",
 )  # fmt: skip
-"""The richer set measured below: the user's recent run times and the profile answer."""
+"""The user's recent run times and the profile answer besides the basic features."""
+DEFAULT_FEATURES = HISTORY_FEATURES
 Loss = Literal["linear", "square", "exponential"]
 Criterion = Literal["absolute_error", "squared_error", "friedman_mse", "poisson"]
 Target = Literal["seconds", "log", "ratio"]
@@ -94,6 +115,7 @@ class AdaBoost:
         target: Target = "seconds",
         n_estimators: int = 10,
         max_depth: int = 8,
+        min_samples_leaf: int = 20,
         learning_rate: float = 0.1,
         loss: Loss = "linear",
         criterion: Criterion = "absolute_error",
@@ -108,11 +130,14 @@ class AdaBoost:
         unknown = sorted(set(features) - set(FEATURES))
         if unknown or not features:
             raise ConfigError(f"adaboost features must be a non-empty subset of {FEATURES}")
-        sizes = (window, retrain_every, n_estimators, max_depth, recent, profile_matches)
+        sizes = (
+            window, retrain_every, n_estimators, max_depth, min_samples_leaf, recent,
+            profile_matches,
+        )  # fmt: skip
         if min(sizes) < 1 or learning_rate <= 0:
             raise ConfigError(
-                "adaboost window, retrain_every, n_estimators, max_depth, recent and "
-                "profile_matches must be >= 1 "
+                "adaboost window, retrain_every, n_estimators, max_depth, min_samples_leaf, "
+                "recent and profile_matches must be >= 1 "
                 "and learning_rate > 0"
             )
         if (
@@ -129,6 +154,7 @@ class AdaBoost:
         self.target = target
         self.n_estimators = n_estimators
         self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
         self.learning_rate = learning_rate
         self.loss = loss
         self.criterion = criterion
@@ -184,7 +210,11 @@ class AdaBoost:
         from sklearn.tree import DecisionTreeRegressor
 
         model = AdaBoostRegressor(
-            estimator=DecisionTreeRegressor(max_depth=self.max_depth, criterion=self.criterion),
+            estimator=DecisionTreeRegressor(
+                max_depth=self.max_depth,
+                min_samples_leaf=self.min_samples_leaf,
+                criterion=self.criterion,
+            ),
             n_estimators=self.n_estimators,
             learning_rate=self.learning_rate,
             loss=self.loss,

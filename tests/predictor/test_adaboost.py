@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 from cpsched.errors import ConfigError
 from predictor._forest import Forest
-from predictor.adaboost import FEATURES, AdaBoost
+from predictor.adaboost import BASIC_FEATURES, FEATURES, AdaBoost
 from predictor.base import FinishedJob
 from predictor.lasttwo import LastTwo
 from predictor.rebuild import rebuild
@@ -98,6 +98,16 @@ def test_other_targets_predict_seconds(target):
     assert p.predict(probes()[0], 0) < p.predict(probes()[-1], 0)  # 1 core vs 8 cores
 
 
+def test_min_samples_leaf_reaches_the_trees():
+    p = AdaBoost(**SMALL, min_samples_leaf=30)
+    for f in history(100):
+        p.observe(f)
+    rows, targets = p._snapshot()
+    model = p._fit(rows, targets, 100)
+    leaves = [i for i, feature in enumerate(model.feature) if feature < 0]
+    assert len(leaves) <= 5 * (100 // 30)  # five trees, each of at most 100 // 30 leaves
+
+
 def test_flat_forest_equals_scikit_learn():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 50, size=(300, 4)).astype(float)
@@ -117,6 +127,8 @@ def test_bad_hyperparameters_are_config_errors():
         AdaBoost(retrain_every=0)
     with pytest.raises(ConfigError):
         AdaBoost(recent=0)
+    with pytest.raises(ConfigError):
+        AdaBoost(min_samples_leaf=0)
     with pytest.raises(ConfigError):
         AdaBoost(target="minutes")  # type: ignore[arg-type]
 
@@ -209,7 +221,9 @@ def test_ratio_target_scales_with_the_requested_time():
         done(mk(f"j{i}", submit=10_000 * i, limit=limit), limit // 10)
         for i, limit in enumerate([1000, 2000, 4000] * 20)
     ]
-    ratio, seconds = (AdaBoost(**SMALL, target=t) for t in ("ratio", "seconds"))
+    # The request-only features (the user's history would tell the seconds model too).
+    basic = {"features": BASIC_FEATURES, "min_samples_leaf": 1}
+    ratio, seconds = (AdaBoost(**SMALL, **basic, target=t) for t in ("ratio", "seconds"))
     for f in jobs:
         ratio.observe(f)
         seconds.observe(f)
