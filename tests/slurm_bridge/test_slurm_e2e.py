@@ -26,7 +26,9 @@ from slurm_bridge.loop import Bridge
 from slurm_bridge.runner import SubprocessRunner
 from tests.slurm_bridge.conftest import TOKEN, Testbed
 
-pytestmark = pytest.mark.slurm
+# One worker runs these in file order: later tests use what earlier ones started (FACTS),
+# and one Slurm test bed serves them all (./dev test runs pytest with --dist loadgroup).
+pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm_testbed")]
 
 SUMMARY: list[str] = []
 FACTS: dict[str, object] = {}
