@@ -27,8 +27,8 @@ from slurm_bridge.runner import SubprocessRunner
 from tests.slurm_bridge.conftest import TOKEN, Testbed
 
 # One worker runs these in file order: later tests use what earlier ones started (FACTS),
-# and one Slurm test bed serves them all (./dev test runs pytest with --dist loadgroup).
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm_testbed")]
+# and one Slurm test bed serves them all (./dev test runs pytest with --dist loadfile).
+pytestmark = pytest.mark.slurm
 
 SUMMARY: list[str] = []
 FACTS: dict[str, object] = {}
