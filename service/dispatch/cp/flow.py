@@ -37,17 +37,29 @@ class Formulation:
     model: cp_model.CpModel
     variables: Sequence[cp_model.IntVar]
     hint: list[int]
-    hint_objective: int | None
-    """The hint's objective, when the hint is a complete solution of the model (every
-    greedy plan is, by construction): the search's incumbent."""
+    hint_name: str
+    """Which greedy plan the hint is (``cheapest(hint_costs)``)."""
+    hint_costs: dict[str, int]
+    """The objective of every candidate plan, by name."""
     size: tuple[int, int, int]
     """Variables, constraints, intervals."""
-    hint_note: str
     payload: Any = None
 
+    @property
+    def hint_objective(self) -> int:
+        """The hint's objective: every greedy plan is a complete solution of its model, so
+        this is the search's incumbent."""
+        return self.hint_costs[self.hint_name]
 
-def hint_note(chosen: str, costs: dict[str, int]) -> str:
-    return f"hint: {chosen}; objectives {', '.join(f'{n} {c}' for n, c in costs.items())}"
+    @property
+    def hint_note(self) -> str:
+        costs = ", ".join(f"{n} {c}" for n, c in self.hint_costs.items())
+        return f"hint: {self.hint_name}; objectives {costs}"
+
+
+def cheapest(costs: dict[str, int]) -> str:
+    """The plan of least objective; ties go to the first (priority order)."""
+    return min(costs, key=costs.__getitem__)
 
 
 class CPDispatcher:

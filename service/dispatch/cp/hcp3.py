@@ -17,7 +17,7 @@ from ortools.sat.python import cp_model
 
 from service.dispatch.cp.allocate import allocate_now
 from service.dispatch.cp.budget import Budget
-from service.dispatch.cp.flow import CPDispatcher, Formulation, hint_note
+from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import candidate_plans, plan_objective
 from service.dispatch.cp.guard import Guard
 from service.dispatch.cp.prepare import Prepared
@@ -97,15 +97,15 @@ class HCP3Dispatcher(CPDispatcher):
         budget.mark("hint")
         budget.check("build")
         costs = {name: plan_objective(prepared, plan) for name, plan in plans.items()}
-        chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        chosen = cheapest(costs)
         pooled = build_pooled_model(prepared)
         return Formulation(
             model=pooled.model,
             variables=pooled.starts,
             hint=[plans[chosen][j.job.id] for j in prepared.jobs],
             size=(pooled.variables, pooled.constraints, pooled.intervals),
-            hint_objective=costs[chosen],
-            hint_note=hint_note(chosen, costs),
+            hint_name=chosen,
+            hint_costs=costs,
             payload=pooled,
         )
 

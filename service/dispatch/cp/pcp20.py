@@ -19,7 +19,7 @@ from typing import Any
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.cp.budget import Budget, TooLarge
-from service.dispatch.cp.flow import CPDispatcher, Formulation, hint_note
+from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
 from service.dispatch.cp.pcp3_greedy import (
@@ -120,7 +120,7 @@ class PCP20Dispatcher(CPDispatcher):
             name: plan_objective(prepared, {i: s for i, (s, _) in p.items()})
             for name, p in placed.items()
         }
-        chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        chosen = cheapest(costs)
         budget.mark("hint")
         budget.check("build")
         built = build_position_model(
@@ -137,8 +137,8 @@ class PCP20Dispatcher(CPDispatcher):
             variables=built.decision_variables(),
             hint=built.hint_values(prepared, placed[chosen]),
             size=(built.variables, built.constraints, built.intervals),
-            hint_objective=costs[chosen],
-            hint_note=hint_note(chosen, costs),
+            hint_name=chosen,
+            hint_costs=costs,
             payload=built,
         )
 

@@ -27,7 +27,7 @@ from ortools.sat.python import cp_model
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.cp.budget import Budget, TooLarge
-from service.dispatch.cp.flow import CPDispatcher, Formulation, hint_note
+from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
 from service.dispatch.cp.pcp3_greedy import (
@@ -215,7 +215,7 @@ class PCP3Dispatcher(CPDispatcher):
             tick=lambda: budget.check("hint"),
         )
         costs = {name: plan_objective(prepared, p.starts) for name, p in plans.items()}
-        chosen = min(costs, key=costs.__getitem__)  # ties: the first, priority order
+        chosen = cheapest(costs)
         budget.mark("hint")
         budget.check("build")
         built = build_node_model(
@@ -232,8 +232,8 @@ class PCP3Dispatcher(CPDispatcher):
             variables=built.decision_variables(),
             hint=plans[chosen].values(prepared, hosts),  # in decision_variables() order
             size=(built.variables, built.constraints, built.intervals),
-            hint_objective=costs[chosen],
-            hint_note=hint_note(chosen, costs),
+            hint_name=chosen,
+            hint_costs=costs,
             payload=built,
         )
 
