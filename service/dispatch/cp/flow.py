@@ -144,10 +144,11 @@ class CPDispatcher:
             formulation.model,
             formulation.variables,
             formulation.hint,
-            self._search_keeping(self.after_solve_s),
+            self.search,
             budget.clock,
             budget.began,
             incumbent=formulation.hint_objective,
+            keep=min(self.after_solve_s, self.search.deadline / 2),
         )
         budget.mark("solve")
         notes += (
@@ -200,14 +201,6 @@ class CPDispatcher:
                 decision.diagnostics, notes=(*decision.diagnostics.notes, budget.note())
             ),
         )
-
-    def _search_keeping(self, reserve: float) -> SearchConfig:
-        """The search config with ``reserve`` more seconds kept back from the solver (at
-        most half the deadline)."""
-        if reserve <= 0:
-            return self.search
-        margin = min(self.search.margin + reserve, self.search.deadline / 2)
-        return replace(self.search, margin=max(margin, self.search.margin))
 
     def _trivial(
         self,

@@ -167,11 +167,13 @@ def solve_with_restarts(
     clock: Clock,
     began: float,
     incumbent: int | None = None,
+    keep: float = 0.0,
 ) -> SearchOutcome:
     """Run the restart loop on ``model``; ``began`` is ``clock()`` at the start of the call.
 
     ``incumbent``: the objective of ``hint`` when the hint is a complete solution of the
-    model, which then counts as the best solution so far."""
+    model, which then counts as the best solution so far. ``keep``: seconds kept back
+    from the solver beyond ``config.margin`` (for the work after the search)."""
     best: tuple[int, ...] | None = None
     best_objective: int | None = None
     from_hint = False
@@ -183,7 +185,7 @@ def solve_with_restarts(
         if incumbent is not None:
             best, best_objective, from_hint = tuple(hint), incumbent, True
     while True:
-        left = config.deadline - config.margin - (clock() - began)
+        left = config.deadline - config.margin - keep - (clock() - began)
         if left < config.min_run or left <= 0:
             stop = "deadline"
             break
