@@ -17,7 +17,7 @@ from replay.instances import (
 from replay.simulator import Simulator, SimulatorOptions
 from service.dispatch import make_dispatcher
 from tests.factories import job, nodes, running, snapshot
-from tests.replay.test_simulator import HAND_TRACE, system, trace_job
+from tests.replay.test_simulator import CROWDED_TRACE, HAND_TRACE, system
 
 GPU = ("cpu", "gpu")
 
@@ -118,12 +118,9 @@ def test_bench_reads_the_cp_objective_and_never_finds_it_above_the_heuristics(tm
 
     machine = system(4, 2)
     path = tmp_path / "crowded.easy.instances.jsonl.gz"
-    # More demand than the 8 cores at once: not every call is one where the heuristic
-    # already starts every job (those are answered without a model).
-    crowded = [trace_job(f"j{i}", i // 4, 1 + i % 3, 100, 20 + 7 * i) for i in range(10)]
     with InstanceWriter(path, machine.resource_names, machine.nodes) as w:
         recorder = RecordingDispatcher(make_dispatcher("easy"), w)
-        Simulator(machine, crowded, recorder, WallTime(), SimulatorOptions()).run()
+        Simulator(machine, CROWDED_TRACE, recorder, WallTime(), SimulatorOptions()).run()
     names = ["hcp3", "pcp20"]
     dispatchers = {n: make_dispatcher(n, "best-fit", search=DETERMINISTIC) for n in names}
     records = bench([path], dispatchers)

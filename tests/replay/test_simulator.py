@@ -34,6 +34,9 @@ HAND_TRACE = [
     trace_job("c", 2, 1, 50, 40),
     trace_job("d", 3, 1, 200, 10),
 ]
+# More demand than 4 or 8 cores hold at once: not every call is one where the heuristic
+# already starts every job (the CP dispatchers answer those without a model).
+CROWDED_TRACE = [trace_job(f"j{i}", i // 4, 1 + i % 3, 100, 20 + 7 * i) for i in range(10)]
 EXPECTED = {
     "fcfs": {"start": [0, 100, 100, 100], "end": [100, 150, 140, 110]},
     "sjf": {"start": [0, 100, 100, 100], "end": [100, 150, 140, 110]},
@@ -181,9 +184,8 @@ def test_fallbacks_are_counted_with_their_reasons():
     # A CP deadline too short for anything: every modelled call falls back to EASY.
     from service.dispatch.cp import SearchConfig, make_cp_dispatcher
 
-    crowded = [trace_job(f"j{i}", i // 4, 1 + i % 3, 100, 20 + 7 * i) for i in range(10)]
     hcp3 = make_cp_dispatcher("hcp3", search=SearchConfig(deadline=1e-9, margin=0))
-    result = Simulator(system(4), crowded, hcp3, WallTime(), SimulatorOptions()).run()
+    result = Simulator(system(4), CROWDED_TRACE, hcp3, WallTime(), SimulatorOptions()).run()
     reasons = result.dispatch.fallback_reasons
     assert result.dispatch.fallbacks > 0
     assert sum(reasons.values()) == result.dispatch.fallbacks
