@@ -1,7 +1,7 @@
 """Accuracy of every predictor on the real traces (the issue's table).
 
     python bench/predictor_accuracy.py [--traces DIR] [--jobs N] [--only KTH,CTC]
-        [--predictors a,b]
+        [--predictors a,b] [--save DIR]
 
 Prints MAE, median absolute error and the under-estimation rate per trace and predictor,
 and how long each evaluation took; the last column compares each MAE with last-two's
@@ -10,6 +10,9 @@ and how long each evaluation took; the last column compares each MAE with last-t
 (``history`` names :data:`predictor.adaboost.HISTORY_FEATURES`; numbers are numbers).
 ``features`` takes ``:``-separated parts, each a feature or a named set (``basic``,
 ``history``, ``default``): ``adaboost+features=basic:queue+min_samples_leaf=1``.
+``--save DIR`` writes each trace's real run times and every predictor's predictions as
+``DIR/<trace>/<predictor>.npy`` (job order of the trace), to compare them without
+re-running.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+
+import numpy as np
 
 from predictor.accuracy import evaluate
 from predictor.adaboost import BASIC_FEATURES, DEFAULT_FEATURES, HISTORY_FEATURES
@@ -62,6 +67,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int)
     parser.add_argument("--only", default=",".join(TRACES))
     parser.add_argument("--predictors", default="wall-time,last-two,profile,adaboost")
+    parser.add_argument("--save", type=Path)
     args = parser.parse_args()
     print("| trace | predictor | jobs | MAE s | median AE s | under-rate | MAE / last-two | s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -71,11 +77,17 @@ def main() -> None:
         system = resolve_system(path, REPO / "systems" / system_file if system_file else None)
         jobs = read_swf(path, system, limit=args.jobs).jobs
         maes: dict[str, float] = {}
+        saved = args.save / name if args.save else None
+        if saved:
+            saved.mkdir(parents=True, exist_ok=True)
+            np.save(saved / "real.npy", np.array([tj.run_time for tj in jobs], dtype=np.int64))
         for predictor in args.predictors.split(","):
             began = time.perf_counter()
             result = evaluate(jobs, build(predictor))
             took = time.perf_counter() - began
             maes[predictor] = result["mae_s"]
+            if saved:
+                np.save(saved / f"{predictor}.npy", result["predictions"])
             base = maes.get("last-two")
             ratio = f"{result['mae_s'] / base:.3f}" if base else ""
             print(

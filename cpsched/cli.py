@@ -64,6 +64,13 @@ CpPatienceOpt = Annotated[
     int,
     typer.Option(min=1, help="CP dispatchers: stop after this many runs without improvement."),
 ]
+ReserveAfterOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="CP dispatchers: reserve for a job once it has waited this many seconds (0: never).",
+    ),
+]
 DeterministicOpt = Annotated[
     bool,
     typer.Option(help="CP dispatchers: limit searches by solver work, not wall time."),
@@ -119,6 +126,7 @@ def replay(
     cp_limit: CpLimitOpt = 1.0,
     cp_patience: CpPatienceOpt = 2,
     cp_deterministic: DeterministicOpt = False,
+    cp_reserve_after: ReserveAfterOpt = 86_400,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,
@@ -161,6 +169,7 @@ def replay(
         cp_limit=cp_limit,
         cp_patience=cp_patience,
         cp_deterministic=cp_deterministic,
+        cp_reserve_after=cp_reserve_after,
         jobs=jobs,
         warmup_fraction=warmup,
         validate=validate,

@@ -50,6 +50,7 @@ def http_check(settings: ReplaySettings) -> HttpCheck:
         "cp_limit_s": settings.cp_limit,
         "cp_patience": settings.cp_patience,
         "cp_deterministic": settings.cp_deterministic,
+        "cp_reserve_after_s": settings.cp_reserve_after,
     }
     with local_service(settings.out / "service", token=TOKEN, **policy) as service:
         over_http = replace(

@@ -20,7 +20,7 @@ from service.dispatch import make_dispatcher
 from service.dispatch.registry import CP_DISPATCHERS
 
 if TYPE_CHECKING:
-    from service.dispatch.cp import SearchConfig
+    from service.dispatch.cp import ModelConfig, SearchConfig
 
 LimitPolicy = Literal["requested", "predicted"]
 LIMITS: tuple[str, ...] = get_args(LimitPolicy)
@@ -46,6 +46,8 @@ class ReplaySettings:
     """Runs without improvement after which the CP search stops (the papers' k)."""
     cp_deterministic: bool = False
     """Limit CP searches by solver work instead of wall time: reproducible replays."""
+    cp_reserve_after: int = 86_400
+    """Seconds of waiting after which a CP dispatcher reserves for a job (0: never)."""
     jobs: int | None = None
     warmup_fraction: float = 0.01
     validate: bool = False
@@ -86,6 +88,15 @@ def cp_search(settings: ReplaySettings) -> SearchConfig | None:
     )
 
 
+def cp_model(settings: ReplaySettings) -> ModelConfig | None:
+    """What goes into the CP models, for CP dispatchers only."""
+    if settings.dispatcher not in CP_DISPATCHERS:
+        return None
+    from service.dispatch.cp import ModelConfig
+
+    return ModelConfig(reserve_after=settings.cp_reserve_after or None)
+
+
 def simulate(
     settings: ReplaySettings,
     *,
@@ -113,6 +124,7 @@ def simulate(
         plan=False,
         correction=correction,
         search=cp_search(settings),
+        model=cp_model(settings),
     )
     trace = read_swf(settings.trace, system, limit=settings.jobs)
     if not trace.jobs:

@@ -48,9 +48,9 @@ def build_dispatchers(policy: ClusterPolicy) -> tuple[Dispatcher, Dispatcher]:
         lead=policy.correction_lead,
         cap=policy.max_time_limit or DEFAULT_CAP,
     )
-    search = None
+    search = model = None
     if policy.dispatcher in CP_DISPATCHERS:
-        from service.dispatch.cp import SearchConfig
+        from service.dispatch.cp import ModelConfig, SearchConfig
 
         # The solver's own deadline is kept inside the request's, leaving time to parse,
         # predict and commit the audit row.
@@ -61,8 +61,14 @@ def build_dispatchers(policy: ClusterPolicy) -> tuple[Dispatcher, Dispatcher]:
             deadline=policy.deadline_s * 0.8,
             deterministic=policy.cp_deterministic,
         )
+        model = ModelConfig(reserve_after=policy.cp_reserve_after_s or None)
     dispatcher = make_dispatcher(
-        policy.dispatcher, policy.allocator, plan=True, correction=correction, search=search
+        policy.dispatcher,
+        policy.allocator,
+        plan=True,
+        correction=correction,
+        search=search,
+        model=model,
     )
     fallback = make_dispatcher("easy", "best-fit", plan=False, correction=correction)
     return dispatcher, fallback

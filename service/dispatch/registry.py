@@ -13,6 +13,7 @@ from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.heuristics import ORDERS, ListDispatcher
 
 if TYPE_CHECKING:
+    from service.dispatch.cp.prepare import ModelConfig
     from service.dispatch.cp.search import SearchConfig
 
 # name → (queue order, EASY backfilling?)
@@ -33,19 +34,20 @@ def make_dispatcher(
     plan: bool = True,
     correction: CorrectionPolicy | None = None,
     search: SearchConfig | None = None,
+    model: ModelConfig | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
     ``plan=False`` lets a heuristic skip planned starts nobody will read (replays);
     ``correction`` adds walltime-extension directives to its decisions; ``search`` sets
-    a CP dispatcher's time limits and deadline.
+    a CP dispatcher's time limits and deadline, ``model`` what goes into its models.
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
         # Imported here: OR-Tools is heavy, and heuristic-only callers never need it.
         from service.dispatch.cp import make_cp_dispatcher
 
-        cp = make_cp_dispatcher(name, allocator, search)
+        cp = make_cp_dispatcher(name, allocator, search, model=model)
         dispatcher = with_allocator_context(cp, cp.allocator)
     elif name in HEURISTICS:
         order, backfill = HEURISTICS[name]

@@ -262,9 +262,8 @@ class CPDispatcher:
     def _guard(
         self, snapshot: Snapshot, durations: Durations, order: list[Job], prios: dict[str, float]
     ) -> Guard | None:
-        if self.model.reserve_above is None:
-            return None
-        job = starving_job(order, prios, snapshot, self.model.reserve_above)
+        model = self.model
+        job = starving_job(order, prios, snapshot, model.reserve_above, model.reserve_after)
         return None if job is None else protect(job, snapshot, durations, self.allocator)
 
     def _fall_back(self, heuristic: Decision, diagnostics: Diagnostics, reason: str) -> Decision:

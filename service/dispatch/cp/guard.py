@@ -32,17 +32,31 @@ class Guard:
 
 
 def starving_job(
-    order: Sequence[Job], prios: Mapping[str, float], snapshot: Snapshot, threshold: float
+    order: Sequence[Job],
+    prios: Mapping[str, float],
+    snapshot: Snapshot,
+    above: float | None,
+    after: int | None = None,
 ) -> Job | None:
-    """The highest-priority job with priority ≥ ``threshold`` that an idle machine could host.
+    """The job to protect, among those an idle machine could host: the longest-waiting
+    one that has waited at least ``after`` seconds, else the highest-priority one with
+    priority ≥ ``above``. None if neither exists (or both triggers are None).
 
-    ``order`` is by priority, so the scan stops at the first job under the threshold.
+    The wait trigger comes first: it is the one that bounds how long any job waits.
     """
-    for job in order:
-        if prios[job.id] < threshold:
-            return None
-        if fits_idle_machine(job, snapshot):
-            return job
+    if after is not None:
+        for job in sorted(order, key=lambda j: j.submit):
+            if snapshot.time - job.submit < after:
+                break
+            if fits_idle_machine(job, snapshot):
+                return job
+    if above is not None:
+        # ``order`` is by priority, so the scan stops at the first job under the threshold.
+        for job in order:
+            if prios[job.id] < above:
+                break
+            if fits_idle_machine(job, snapshot):
+                return job
     return None
 
 

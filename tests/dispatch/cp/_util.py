@@ -35,7 +35,9 @@ def prepared_of(snap, durations=None, model=None) -> Prepared:
     durations = durations or limits_as_durations(snap)
     prios = priorities(snap.queued, durations, snap.time)
     order = priority_order(snap.queued, prios, durations)
-    return prepare(snap, durations, model or ModelConfig(reserve_above=None), order, prios)
+    return prepare(
+        snap, durations, model or ModelConfig(reserve_above=None, reserve_after=None), order, prios
+    )
 
 
 def without_timings(decision):

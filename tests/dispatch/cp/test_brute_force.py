@@ -66,7 +66,7 @@ def instances():
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_cp_sat_optimum_equals_the_enumerated_optimum(snap):
-    model = ModelConfig(reserve_above=None)
+    model = ModelConfig(reserve_above=None, reserve_after=None)
     prepared = prepared_of(snap, model=model)
     decision = decide(snap, dispatcher=hcp3(model))
     if not prepared.jobs:

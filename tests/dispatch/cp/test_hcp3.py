@@ -17,7 +17,7 @@ from service.dispatch.cp.hcp3 import build_pooled_model
 from tests.dispatch.cp._util import DETERMINISTIC, decide, hcp3, objective, prepared_of, started
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
-NO_GUARD = ModelConfig(reserve_above=None)
+NO_GUARD = ModelConfig(reserve_above=None, reserve_after=None)
 
 
 def test_public_api():
@@ -143,7 +143,9 @@ def test_a_job_larger_than_the_machine_is_never_modelled():
 def test_only_the_window_is_modelled():
     queue = [job(f"j{i}", submit=i, limit=10) for i in range(6)]
     snap = snapshot(100, nodes(2), queue=queue)
-    decision = decide(snap, dispatcher=hcp3(ModelConfig(window=3, reserve_above=None)))
+    decision = decide(
+        snap, dispatcher=hcp3(ModelConfig(window=3, reserve_above=None, reserve_after=None))
+    )
     assert set(decision.planned) == {"j0", "j1", "j2"}
     assert sorted(started(decision)) == ["j0", "j1"]
     assert decision.diagnostics.model_intervals == 3
@@ -158,8 +160,10 @@ def test_time_unit_does_not_change_decisions_for_durations_that_are_multiples():
         job("c", submit=120, units=1, limit=600),
     ]
     snap = snapshot(600, nodes(4, 4), [running(r, 0, [(0, 3)])], queue)
-    by_second = decide(snap, dispatcher=hcp3(ModelConfig(reserve_above=None)))
-    by_minute = decide(snap, dispatcher=hcp3(ModelConfig(time_unit=60, reserve_above=None)))
+    by_second = decide(snap, dispatcher=hcp3(ModelConfig(reserve_above=None, reserve_after=None)))
+    by_minute = decide(
+        snap, dispatcher=hcp3(ModelConfig(time_unit=60, reserve_above=None, reserve_after=None))
+    )
     assert by_second.starts == by_minute.starts
     assert by_second.planned == by_minute.planned
 

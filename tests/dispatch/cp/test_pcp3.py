@@ -22,7 +22,7 @@ from tests.dispatch.cp._util import (
 )
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
-NO_GUARD = ModelConfig(reserve_above=None)
+NO_GUARD = ModelConfig(reserve_above=None, reserve_after=None)
 
 
 def pcp3(model=NO_GUARD, search=DETERMINISTIC, **kwargs):

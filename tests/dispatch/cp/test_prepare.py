@@ -67,14 +67,18 @@ def test_running_jobs_ending_together_become_one_load():
 def test_time_units_round_durations_up():
     assert [to_units(s, 60) for s in (1, 60, 61, 120)] == [1, 1, 2, 2]
     snap = snapshot(0, nodes(4), queue=[job("a", limit=61), job("b", limit=120)])
-    prepared = prepared_of(snap, model=ModelConfig(time_unit=60, reserve_above=None))
+    prepared = prepared_of(
+        snap, model=ModelConfig(time_unit=60, reserve_above=None, reserve_after=None)
+    )
     assert {j.job.id: j.length for j in prepared.jobs} == {"a": 2, "b": 2}
 
 
 def test_the_underestimation_fix_holds_one_time_unit():
     late = job("late", limit=60)  # started at 0, expected to end at 60; now is 100
     snap = snapshot(100, nodes(4), [running(late, 0, [(0, 1)])], [job("q", limit=120)])
-    prepared = prepared_of(snap, model=ModelConfig(time_unit=60, reserve_above=None))
+    prepared = prepared_of(
+        snap, model=ModelConfig(time_unit=60, reserve_above=None, reserve_after=None)
+    )
     assert [load.length for load in prepared.running] == [1]
     assert prepared.horizon == 1 + 2
 
@@ -87,14 +91,22 @@ def test_weights_are_inverse_durations_scaled_to_the_shortest():
 def test_window_keeps_the_highest_priorities():
     queue = [job(f"j{i}", submit=i, limit=10) for i in range(5)]
     snap = snapshot(100, nodes(8), queue=queue)
-    prepared = prepared_of(snap, model=ModelConfig(window=2, reserve_above=None))
+    prepared = prepared_of(
+        snap, model=ModelConfig(window=2, reserve_above=None, reserve_after=None)
+    )
     assert [j.job.id for j in prepared.jobs] == ["j0", "j1"]
     assert prepared.beyond_window == ("j2", "j3", "j4")
 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"window": 0}, {"time_unit": 0}, {"weight_scale": 0}, {"reserve_above": 0.5}],
+    [
+        {"window": 0},
+        {"time_unit": 0},
+        {"weight_scale": 0},
+        {"reserve_above": 0.5},
+        {"reserve_after": 0},
+    ],
 )
 def test_model_config_is_validated(kwargs):
     with pytest.raises(ConfigError):

@@ -8,6 +8,7 @@ it gets a reservation and the small jobs stop taking the cores it needs.
 """
 
 from service.dispatch.cp import ModelConfig
+from service.dispatch.cp.guard import starving_job
 from service.dispatch.cp.prepare import priorities
 from tests.dispatch.cp._util import decide, hcp3
 from tests.factories import job, nodes, running, snapshot
@@ -45,7 +46,7 @@ def simulate(model: ModelConfig, until: int) -> tuple[int | None, list[tuple[int
 
 
 def test_without_the_guard_the_big_job_starves():
-    started_at, planned = simulate(ModelConfig(reserve_above=None), until=2000)
+    started_at, planned = simulate(ModelConfig(reserve_above=None, reserve_after=None), until=2000)
     assert started_at is None
     assert planned == []  # never even modelled: it never fits in what is free
 
@@ -70,3 +71,26 @@ def test_the_guarded_reservation_is_not_delayed_by_small_jobs():
     starts = [p for _, p in planned]
     assert starts == sorted(starts, reverse=True)
     assert starts[-1] == started_at
+
+
+def test_the_wait_trigger_protects_the_big_job_once_it_has_waited_long_enough():
+    # Slowdown trigger off: only the wait (300 s here) reaches "big", long before its
+    # slowdown (4 at t = 300) would.
+    started_at, planned = simulate(ModelConfig(reserve_above=None, reserve_after=300), until=2000)
+    assert started_at is not None
+    assert 300 <= started_at <= 300 + SMALL
+    assert planned[0][0] == 300
+
+
+def test_the_longest_waiting_job_is_protected_before_the_highest_priority_one():
+    # "short" has the higher slowdown (waited 500 s for a 10 s run: 51), "old" has
+    # waited longer (900 s for 1000 s: 1.9); past the wait trigger, "old" comes first.
+    old = job("old", submit=0, units=1, limit=1000)
+    short = job("short", submit=400, units=1, limit=10)
+    snap = snapshot(900, nodes(1), [], [old, short])
+    durations = {"old": 1000, "short": 10}
+    prios = priorities([old, short], durations, 900)
+    order = [short, old]
+    assert starving_job(order, prios, snap, above=10.0, after=600) is old
+    assert starving_job(order, prios, snap, above=10.0, after=None) is short
+    assert starving_job(order, prios, snap, above=None, after=1000) is None
