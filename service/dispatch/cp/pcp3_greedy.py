@@ -166,8 +166,10 @@ class _Machine:
         free = [cap[r] for r, _ in wanted]
         while k < len(cuts) and cuts[k] < end:
             row = used[k]
-            for i, (r, _) in enumerate(wanted):
+            for i, (r, a) in enumerate(wanted):
                 left = cap[r] - row[r]
+                if left < a:  # not one unit fits: most nodes of a busy machine
+                    return 0, 0.0
                 if left < free[i]:
                     free[i] = left
             k += 1
@@ -265,11 +267,14 @@ def candidate_node_plans(
     now_first: Mapping[str, Allocation],
     tick: Callable[[], None] = lambda: None,
 ) -> dict[str, NodePlan]:
-    """The hints offered, by name (as HCP3's): priority order, Smith's ratio order, and
-    the heuristic's starts (with its allocations) first. ``tick``: as ``node_plan``'s."""
+    """The hints offered, by name (as HCP3's): priority order, Smith's ratio order
+    (left out when it is the priority order: the plan would be the same), and the
+    heuristic's starts (with its allocations) first. ``tick``: as ``node_plan``'s."""
     args = (snapshot, durations, prepared, hosts)
     plans = {"priority greedy": node_plan(*args, tick=tick)}
-    plans["ratio greedy"] = node_plan(*args, order=ratio_order(prepared), tick=tick)
+    by_ratio = ratio_order(prepared)
+    if by_ratio != list(prepared.jobs):
+        plans["ratio greedy"] = node_plan(*args, order=by_ratio, tick=tick)
     if now_first:
         plans["heuristic-seeded"] = node_plan(*args, now_first=now_first, tick=tick)
     return plans
