@@ -90,7 +90,10 @@ class CPDispatcher:
         self.after_solve_s = 0.0
         """Time kept for the work after the search (extract, validate) beyond the margin:
         the longest recently seen, decaying by ``_DECAY`` per call. On Curie's 5,544
-        nodes that work took up to ~130 ms, past the fixed 30 ms margin."""
+        nodes that work took up to ~130 ms, past the fixed 30 ms margin. The search also
+        keeps at least what the fallback heuristic took on this snapshot: placing and
+        checking jobs on the same nodes, it grows with the machine and the queue as the
+        work after the search does, where a past maximum can be from a smaller call."""
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         """The steps every CP dispatcher shares; the model-specific ones are the hooks
@@ -148,7 +151,7 @@ class CPDispatcher:
             budget.clock,
             budget.began,
             incumbent=formulation.hint_objective,
-            keep=min(self.after_solve_s, self.search.deadline / 2),
+            keep=min(max(self.after_solve_s, budget.last("fallback")), self.search.deadline / 2),
         )
         budget.mark("solve")
         notes += (

@@ -247,3 +247,30 @@ def test_time_for_the_work_after_the_search_is_kept_from_the_next_search(kind, m
     assert not first.diagnostics.fallback and not second.diagnostics.fallback
     assert dispatcher.after_solve_s == pytest.approx(0.3)
     assert lefts[len(lefts_first)] == pytest.approx(lefts_first[0] - 0.3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_search_keeps_at_least_the_fallbacks_time_for_the_work_after_it(kind, monkeypatch):
+    # A first call, with nothing seen after a search yet: the fallback heuristic takes
+    # 0.2 s on this snapshot, so the solver gets 0.2 s less than the time left.
+    snap, clock = fragmented(), JumpClock()
+    dispatcher = dispatcher_with(kind, clock)
+    real_fallback = dispatcher.fallback.decide
+
+    def slow_fallback(*args, **kwargs):
+        decision = real_fallback(*args, **kwargs)
+        clock.now += 0.2
+        return decision
+
+    monkeypatch.setattr(dispatcher.fallback, "decide", slow_fallback)
+    real_solver, lefts = search._solver, []
+
+    def recording_solver(config, limit, left):
+        lefts.append(left)
+        return real_solver(config, limit, left)
+
+    monkeypatch.setattr(search, "_solver", recording_solver)
+    decision = decide(snap, dispatcher=dispatcher)
+    assert not decision.diagnostics.fallback
+    config = dispatcher.search
+    assert lefts[0] == pytest.approx(config.deadline - 0.2 - config.margin - 0.2)
