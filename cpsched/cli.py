@@ -126,7 +126,7 @@ def replay(
     cp_limit: CpLimitOpt = 1.0,
     cp_patience: CpPatienceOpt = 2,
     cp_deterministic: DeterministicOpt = False,
-    cp_reserve_after: ReserveAfterOpt = 86_400,
+    cp_reserve_after: ReserveAfterOpt = 0,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,

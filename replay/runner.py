@@ -46,7 +46,7 @@ class ReplaySettings:
     """Runs without improvement after which the CP search stops (the papers' k)."""
     cp_deterministic: bool = False
     """Limit CP searches by solver work instead of wall time: reproducible replays."""
-    cp_reserve_after: int = 86_400
+    cp_reserve_after: int = 0
     """Seconds of waiting after which a CP dispatcher reserves for a job (0: never)."""
     jobs: int | None = None
     warmup_fraction: float = 0.01

@@ -39,7 +39,7 @@ class ClusterPolicy(StrictModel):
     cp_patience: int = Field(2, ge=1, description="CP: runs without improvement before stopping.")
     cp_deterministic: bool = False
     cp_reserve_after_s: int = Field(
-        86_400, ge=0, description="CP: reserve for a job that has waited this long (0: never)."
+        0, ge=0, description="CP: reserve for a job that has waited this long (0: never)."
     )
     retrain_every: int = Field(1000, ge=1, description="AdaBoost: completions per retrain.")
 

@@ -44,16 +44,18 @@ class ModelConfig:
     * ``reserve_after`` — the guard's second trigger, in seconds of waiting: the
       longest-waiting job that has waited at least this long gets the reservation first.
       A slowdown threshold alone reaches long jobs late (a 5-hour job passes slowdown 10
-      only after 45 h in the queue): on the whole KTH trace HCP3 raised the long jobs'
-      mean wait by 49% and the maximum wait from 0.46 to 1.27 million s. ``None`` turns
-      this trigger off.
+      only after 45 h in the queue): on the whole KTH trace HCP3's maximum wait was 1.27
+      million s against EASY's 0.46. Off (None) by default because it costs mean
+      slowdown: HCP3 on whole KTH, mean bounded slowdown 119.5 off, 150.2 at 6 h, 161.4
+      at 24 h (EASY 204.9); maximum wait 1.27, 0.57 and 0.59 million s; long jobs' mean
+      wait +49%, +17%, +51% against EASY (docs/cp-dispatchers.md).
     """
 
     window: int = 100
     time_unit: int = 1
     weight_scale: int = 1000
     reserve_above: float | None = 10.0
-    reserve_after: int | None = 86_400
+    reserve_after: int | None = None
 
     def __post_init__(self) -> None:
         if self.window < 1:
