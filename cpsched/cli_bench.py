@@ -118,6 +118,8 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
             bounded = SearchConfig()
             effort = {f: None if value == "cpsat" else getattr(bounded, f) for f in PRESOLVE_EFFORT}
             search = replace(search, **effort)  # type: ignore[arg-type]
+        elif key == "workers" and value.isdigit() and int(value) >= 1:
+            search = replace(search, num_workers=int(value))
         elif key == "merge" and value == "off" and name == "pcp20":
             merge = False
         else:
@@ -128,7 +130,7 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
     return dispatcher
 
 
-VARIANTS = "unit=<seconds>, presolve=cpsat|bounded or (pcp20) merge=off"
+VARIANTS = "unit=<seconds>, presolve=cpsat|bounded, workers=<n> or (pcp20) merge=off"
 
 
 def to_text(summary: dict[str, Any]) -> str:

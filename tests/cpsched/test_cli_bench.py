@@ -39,3 +39,12 @@ def test_an_unknown_variant_is_refused_with_the_valid_ones(small_trace, tmp_path
     done = cpsched("bench-instances", dumps, "--dispatcher", "pcp20@warp=9")
     assert done.returncode == 2
     assert "unit=<seconds>, presolve=cpsat|bounded" in done.stderr
+
+
+def test_variants_set_the_search_and_model_options():
+    from cpsched.cli_bench import variant
+    from service.dispatch.cp import ModelConfig, SearchConfig
+
+    dispatcher = variant("pcp20@workers=2@unit=60", "best-fit", SearchConfig(), ModelConfig())
+    assert dispatcher.search.num_workers == 2  # type: ignore[attr-defined]
+    assert dispatcher.model.time_unit == 60  # type: ignore[attr-defined]
