@@ -163,6 +163,16 @@ class _Machine:
         cuts, used, cap = self.cuts[node], self.used[node], self.caps[node]
         k = bisect_right(cuts, start) - 1
         end = start + length
+        if len(wanted) == 1:  # the common case, kept lean: this is the greedy's inner loop
+            (r, a), least = wanted[0], cap[wanted[0][0]]
+            while k < len(cuts) and cuts[k] < end:
+                left = cap[r] - used[k][r]
+                if left < a:
+                    return 0, 0.0
+                if left < least:
+                    least = left
+                k += 1
+            return least // a, float(least)
         free = [cap[r] for r, _ in wanted]
         while k < len(cuts) and cuts[k] < end:
             row = used[k]
