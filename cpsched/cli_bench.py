@@ -109,7 +109,7 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
         if options:
             raise ConfigError(f"{label}: only CP dispatchers take @ variants")
         return make_dispatcher(name, allocator)
-    merge = True
+    merge, node_symmetry = True, False
     for option in options:
         key, _, value = option.partition("=")
         if key == "unit" and value.isdigit() and int(value) >= 1:
@@ -122,15 +122,21 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
             search = replace(search, num_workers=int(value))
         elif key == "merge" and value == "off" and name == "pcp20":
             merge = False
+        elif key == "nodesym" and value == "on" and name == "pcp3":
+            node_symmetry = True
         else:
             raise ConfigError(f"{label}: unknown variant {option!r}; use {VARIANTS}")
     dispatcher = make_cp_dispatcher(name, allocator, search, model=model)
     if not merge:
         dispatcher.merge_running = False  # type: ignore[attr-defined]
+    if node_symmetry:
+        dispatcher.node_symmetry = True  # type: ignore[attr-defined]
     return dispatcher
 
 
-VARIANTS = "unit=<seconds>, presolve=cpsat|bounded, workers=<n> or (pcp20) merge=off"
+VARIANTS = (
+    "unit=<seconds>, presolve=cpsat|bounded, workers=<n>, (pcp20) merge=off or (pcp3) nodesym=on"
+)
 
 
 def to_text(summary: dict[str, Any]) -> str:

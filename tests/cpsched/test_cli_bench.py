@@ -48,3 +48,5 @@ def test_variants_set_the_search_and_model_options():
     dispatcher = variant("pcp20@workers=2@unit=60", "best-fit", SearchConfig(), ModelConfig())
     assert dispatcher.search.num_workers == 2  # type: ignore[attr-defined]
     assert dispatcher.model.time_unit == 60  # type: ignore[attr-defined]
+    pcp3 = variant("pcp3@nodesym=on", "best-fit", SearchConfig(), ModelConfig())
+    assert pcp3.node_symmetry is True  # type: ignore[attr-defined]

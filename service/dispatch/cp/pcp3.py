@@ -30,6 +30,7 @@ from service.dispatch.cp.budget import Budget, TooLarge
 from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
+from service.dispatch.cp.node_symmetry import Group, canonical, interchangeable_nodes, order_groups
 from service.dispatch.cp.pcp3_greedy import (
     Hosts,
     candidate_node_plans,
@@ -70,9 +71,11 @@ def build_node_model(
     *,
     optional: bool = False,
     pooled: bool = True,
+    node_groups: Sequence[Group] = (),
     tick: Callable[[], None] = lambda: None,
 ) -> NodeModel:
     """The node-level model of ``prepared``; ``hosts[i]`` are job i's nodes and ``m[i,n]``.
+    ``node_groups``: interchangeable nodes whose symmetry to break (``node_symmetry``).
     ``tick`` is called before each job (the deadline check; it raises to stop)."""
     model = cp_model.CpModel()
     caps = node_capacities(snapshot, prepared)
@@ -134,6 +137,7 @@ def build_node_model(
             model.add_cumulative([iv for iv, _ in pool], [a for _, a in pool], capacity)
     model.minimize(sum(j.weight * s for j, s in zip(prepared.jobs, starts, strict=True)))
     _break_symmetry(model, prepared, starts)
+    order_groups(model, units, node_groups)
     # First descent as the papers': earliest-startable, highest-priority job first, then
     # its allocation, most units on the first nodes (consolidation).
     model.add_decision_strategy(starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
@@ -184,10 +188,12 @@ class PCP3Dispatcher(CPDispatcher):
         optional: bool = False,
         pooled: bool = True,
         max_unit_counts: int = 50_000,
+        node_symmetry: bool = False,
     ) -> None:
         super().__init__(allocator, search, model, fallback=fallback, clock=clock)
         self.optional, self.pooled = optional, pooled
         self.max_unit_counts = max_unit_counts
+        self.node_symmetry = node_symmetry
 
     def _reduce(self, snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, Any]:
         return hostable(snapshot, prepared)  # the context: the nodes that can host each job
@@ -216,6 +222,12 @@ class PCP3Dispatcher(CPDispatcher):
         )
         costs = {name: plan_objective(prepared, p.starts) for name, p in plans.items()}
         chosen = cheapest(costs)
+        hint = plans[chosen]
+        groups: list[Group] = []
+        if self.node_symmetry:
+            caps = node_capacities(snapshot, prepared)
+            groups = interchangeable_nodes(caps, node_loads(snapshot, durations, prepared), hosts)
+            hint = canonical(hint, groups)
         budget.mark("hint")
         budget.check("build")
         built = build_node_model(
@@ -225,12 +237,13 @@ class PCP3Dispatcher(CPDispatcher):
             hosts,
             optional=self.optional,
             pooled=self.pooled,
+            node_groups=groups,
             tick=lambda: budget.check("build"),
         )
         return Formulation(
             model=built.model,
             variables=built.decision_variables(),
-            hint=plans[chosen].values(prepared, hosts),  # in decision_variables() order
+            hint=hint.values(prepared, hosts),  # in decision_variables() order
             size=(built.variables, built.constraints, built.intervals),
             hint_name=chosen,
             hint_costs=costs,
