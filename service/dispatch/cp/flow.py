@@ -93,7 +93,9 @@ class CPDispatcher:
         nodes that work took up to ~130 ms, past the fixed 30 ms margin. The search also
         keeps at least what the fallback heuristic took on this snapshot: placing and
         checking jobs on the same nodes, it grows with the machine and the queue as the
-        work after the search does, where a past maximum can be from a smaller call."""
+        work after the search does, where a past maximum can be from a smaller call. On
+        a large queue where EASY's planning is slow this can hold back up to half the
+        deadline from the search: accepted, since a late answer is worse."""
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         """The steps every CP dispatcher shares; the model-specific ones are the hooks

@@ -3,9 +3,11 @@
 The pooled slowdown objective weighs a job by ``1/d_i`` only, and the reduction drops a
 job that cannot start at ``t``: a big job behind a steady stream of small ones is then
 never modelled, or always delayed in favour of them. Its growing priority only helps
-once something *uses* it: here, the highest-priority job above a threshold gets EASY's
-reservation (the earliest time its units can be placed as the running jobs end), the
-model may not start it later than that, and jobs started now must leave it intact.
+once something *uses* it: here one job gets EASY's reservation (the earliest time its
+units can be placed as the running jobs end), the model may not start it later than
+that, and jobs started now must leave it intact. That job is the longest-waiting one
+once it has waited ``reserve_after`` seconds (if set), else the highest-priority one
+above the slowdown threshold ``reserve_above``.
 """
 
 from __future__ import annotations

@@ -164,7 +164,8 @@ class _Machine:
         k = bisect_right(cuts, start) - 1
         end = start + length
         if len(wanted) == 1:  # the common case, kept lean: this is the greedy's inner loop
-            (r, a), least = wanted[0], cap[wanted[0][0]]
+            ((r, a),) = wanted
+            least = cap[r]
             while k < len(cuts) and cuts[k] < end:
                 left = cap[r] - used[k][r]
                 if left < a:

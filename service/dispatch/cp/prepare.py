@@ -38,7 +38,9 @@ class ModelConfig:
       job whose priority (its slowdown if started now) is at least this value gets a
       reservation like EASY's head job: it is modelled even if it cannot start now, its
       start is bounded by the earliest time its units can be placed, and jobs started now
-      must leave that reservation intact. ``None`` turns the guard off; then a big job
+      must leave that reservation intact (it takes the window's last place if it is not
+      among the first ``window`` jobs). ``None`` turns this trigger off, and with
+      ``reserve_after`` also None the guard is off; then a big job
       that never fits in what is free at ``t`` is never modelled and can starve behind a
       stream of small ones (see ``tests/dispatch/cp/test_starvation.py``).
     * ``reserve_after`` — the guard's second trigger, in seconds of waiting: the
@@ -231,6 +233,13 @@ def prepare(
             fit = sorted([job, *fit], key=lambda j: rank[j.id])
             dropped = [j for j in dropped if j.id != job.id]
     window, beyond = fit[: config.window], fit[config.window :]
+    if guard is not None and guard[0] in beyond:
+        # The wait trigger can protect a low-priority job: it takes the window's last
+        # place, since outside the model its reservation would hold nowhere (PCP3 and
+        # PCP'20 keep it only through the model's bound).
+        protected = guard[0]
+        beyond = [window[-1], *(j for j in beyond if j is not protected)]
+        window = [*window[:-1], protected]
     types = modelled_types(window)
     seconds = [duration(durations, j.id) for j in window]
     weights = objective_weights(seconds, config.weight_scale)

@@ -1,28 +1,20 @@
 """Symmetry breaking between interchangeable nodes in PCP3: same optima, valid hints."""
 
 from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from service.dispatch.allocators import BestFit
-from service.dispatch.cp import ModelConfig
 from service.dispatch.cp.node_symmetry import canonical, interchangeable_nodes
-from service.dispatch.cp.pcp3 import PCP3Dispatcher, build_node_model
-from service.dispatch.cp.pcp3_greedy import node_capacities, node_loads
-from tests.dispatch.cp._util import (
-    DETERMINISTIC,
-    decide,
-    mixed_instance,
-    objective,
-    prepared_of,
-    small_instances,
+from service.dispatch.cp.pcp3 import build_node_model
+from service.dispatch.cp.pcp3_greedy import (
+    NodePlan,
+    candidate_node_plans,
+    hostable,
+    node_capacities,
+    node_loads,
 )
+from tests.dispatch.cp._util import prepared_of
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
-
-NO_GUARD = ModelConfig(reserve_above=None, reserve_after=None)
-
-
-def pcp3(node_symmetry: bool) -> PCP3Dispatcher:
-    return PCP3Dispatcher(BestFit(), DETERMINISTIC, NO_GUARD, node_symmetry=node_symmetry)
 
 
 def test_nodes_differing_in_capacity_load_or_hosting_are_not_grouped():
@@ -42,31 +34,89 @@ def test_nodes_differing_in_capacity_load_or_hosting_are_not_grouped():
     assert groups == [(1, 2)]
 
 
-def test_the_canonical_hint_is_a_solution_of_the_model_with_the_symmetry_broken():
-    snap, durations, prepared, hosts, plans = mixed_instance()
-    caps = node_capacities(snap, prepared)
-    groups = interchangeable_nodes(caps, node_loads(snap, durations, prepared), hosts)
+def four_nodes():
+    """Nodes 0-2 idle with 4 cores, node 3 with one core busy until t+50; four jobs."""
+    busy = running(job("r", limit=60), 0, [(3, 1)])
+    queue = [
+        job(f"j{k}", submit=k, units=u, limit=10 * (k + 1)) for k, u in enumerate((3, 2, 4, 1))
+    ]
+    snap = snapshot(10, nodes(4, 4, 4, 4), [busy], queue)
+    durations = limits_as_durations(snap)
+    prepared, hosts = hostable(snap, prepared_of(snap, durations))
+    return snap, durations, prepared, hosts
+
+
+def solve(model: cp_model.CpModel) -> tuple[int, float]:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    return solver.solve(model), solver.objective_value
+
+
+def test_a_plan_is_renamed_fullest_node_first_and_stays_a_solution():
+    snap, durations, prepared, hosts = four_nodes()
+    groups = interchangeable_nodes(
+        node_capacities(snap, prepared), node_loads(snap, durations, prepared), hosts
+    )
+    assert groups == [(0, 1, 2)]
+    # Everything at t on the group's nodes, emptiest first: j3 on node 0, j1 on node 1,
+    # j0 and j2 would not fit, so they start later on node 2.
+    plan = NodePlan(
+        {"j0": 40, "j1": 0, "j2": 60, "j3": 0},
+        {"j0": {2: 3}, "j1": {1: 2}, "j2": {2: 4}, "j3": {0: 1}},
+    )
+    hint = canonical(plan, groups)
+    assert hint.starts == plan.starts
+    assert hint.units == {"j0": {0: 3}, "j1": {1: 2}, "j2": {0: 4}, "j3": {2: 1}}
+    built = build_node_model(snap, durations, prepared, hosts, node_groups=groups)
+    for j, start, xs in zip(prepared.jobs, built.starts, built.units, strict=True):
+        built.model.add(start == hint.starts[j.job.id])
+        for n, x in xs:
+            built.model.add(x == hint.units[j.job.id].get(n, 0))
+    assert solve(built.model)[0] == cp_model.OPTIMAL
+
+
+def test_the_greedy_hints_renamed_are_solutions_of_the_model_with_the_symmetry_broken():
+    snap, durations, prepared, hosts = four_nodes()
+    groups = interchangeable_nodes(
+        node_capacities(snap, prepared), node_loads(snap, durations, prepared), hosts
+    )
+    plans = candidate_node_plans(snap, durations, prepared, hosts, {})
     for plan in plans.values():
         hint = canonical(plan, groups)
-        assert hint.starts == plan.starts
         built = build_node_model(snap, durations, prepared, hosts, node_groups=groups)
         for j, start, xs in zip(prepared.jobs, built.starts, built.units, strict=True):
             built.model.add(start == hint.starts[j.job.id])
             for n, x in xs:
                 built.model.add(x == hint.units[j.job.id].get(n, 0))
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        assert solver.solve(built.model) == cp_model.OPTIMAL
+        assert solve(built.model)[0] == cp_model.OPTIMAL
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_instances(max_nodes=4))
+@st.composite
+def identical_nodes(draw):
+    """2-4 identical idle nodes (and maybe one more, partly busy), 2-4 one-core-unit jobs."""
+    count, cores = draw(st.integers(2, 4)), draw(st.integers(2, 4))
+    run = []
+    if draw(st.booleans()):  # node 0 set apart: one more node keeps two idle ones
+        run = [running(job("r", limit=draw(st.integers(2, 8))), 0, [(0, 1)])]
+        count += 1
+    queue = [
+        job(f"j{k}", submit=k, units=draw(st.integers(1, cores)), limit=draw(st.integers(1, 6)))
+        for k in range(draw(st.integers(2, 4)))
+    ]
+    return snapshot(1, nodes(*[cores] * count), run, queue)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(identical_nodes())
 def test_breaking_node_symmetry_keeps_the_optimum(snap):
-    plain = decide(snap, dispatcher=pcp3(False))  # decide() checks validity
-    broken = decide(snap, dispatcher=pcp3(True))
-    assert not broken.diagnostics.fallback
-    statuses = (plain.diagnostics.solver_status, broken.diagnostics.solver_status)
-    event(str(statuses))
-    if statuses == ("optimal", "optimal"):
-        prepared = prepared_of(snap)
-        assert objective(prepared, broken.planned) == objective(prepared, plain.planned)
+    durations = limits_as_durations(snap)
+    prepared, hosts = hostable(snap, prepared_of(snap, durations))
+    groups = interchangeable_nodes(
+        node_capacities(snap, prepared), node_loads(snap, durations, prepared), hosts
+    )
+    assert groups  # at least the idle nodes are interchangeable
+    event(f"{sum(len(g) for g in groups)} nodes in groups")
+    plain = solve(build_node_model(snap, durations, prepared, hosts).model)
+    broken = solve(build_node_model(snap, durations, prepared, hosts, node_groups=groups).model)
+    assert plain[0] == broken[0] == cp_model.OPTIMAL
+    assert plain[1] == broken[1]

@@ -7,10 +7,12 @@ is free at a dispatching time, and the reduction keeps it out of the model. Its 
 it gets a reservation and the small jobs stop taking the cores it needs.
 """
 
-from service.dispatch.cp import ModelConfig
+import pytest
+
+from service.dispatch.cp import ModelConfig, make_cp_dispatcher
 from service.dispatch.cp.guard import starving_job
 from service.dispatch.cp.prepare import priorities
-from tests.dispatch.cp._util import decide, hcp3
+from tests.dispatch.cp._util import DETERMINISTIC, decide, hcp3
 from tests.factories import job, nodes, running, snapshot
 
 STEP = 5
@@ -94,3 +96,30 @@ def test_the_longest_waiting_job_is_protected_before_the_highest_priority_one():
     assert starving_job(order, prios, snap, above=10.0, after=600) is old
     assert starving_job(order, prios, snap, above=10.0, after=None) is short
     assert starving_job(order, prios, snap, above=None, after=1000) is None
+
+
+def test_without_a_long_wait_the_slowdown_trigger_still_chooses():
+    old = job("old", submit=0, units=1, limit=1000)
+    short = job("short", submit=400, units=1, limit=10)
+    snap = snapshot(900, nodes(1), [], [old, short])
+    prios = priorities([old, short], {"old": 1000, "short": 10}, 900)
+    assert starving_job([short, old], prios, snap, above=10.0, after=1000) is short
+
+
+@pytest.mark.parametrize("kind", ["hcp3", "pcp3", "pcp20"])
+def test_a_job_protected_by_its_wait_keeps_its_reservation_beyond_the_window(kind):
+    # One 4-core node, 2 cores busy until 1000. "old" needs all 4 cores and has the
+    # lowest priority (waited 500 s for a 100,000 s run), so it is last in priority
+    # order; the window holds 2 jobs. Protected by its wait, it must still be modelled,
+    # and the small jobs must not run past its reservation at 1000.
+    busy = running(job("r", units=2, limit=1000), 0, [(0, 2)])
+    old = job("old", submit=0, units=4, limit=100_000)
+    small = [job(f"s{k}", submit=400, limit=10_000) for k in range(3)]
+    snap = snapshot(500, nodes(4), [busy], [old, *small])
+    model = ModelConfig(window=2, reserve_above=None, reserve_after=100)
+    dispatcher = make_cp_dispatcher(kind, "best-fit", DETERMINISTIC, model=model)
+    decision = decide(snap, dispatcher=dispatcher)
+    assert not decision.diagnostics.fallback
+    assert decision.planned["old"] == 1000
+    # A small job started now would hold a core until 10,500, past old's start.
+    assert decision.starts == ()
