@@ -29,6 +29,10 @@ def allocate_now(
     reservation_for = guard.job if guard is not None else None
     starts: list[Start] = []
     postponed: list[str] = []
+    # What is free now *and* spare at the reservation, built once and kept up to date
+    # while jobs take from both (rebuilt only after a job takes from ``free`` alone): a
+    # copy per job took 13 ms on Curie's 5,544 nodes.
+    limited: FreeCapacity | None = None
     for mj in prepared.jobs:
         job = mj.job
         if plan[job.id] != 0:
@@ -38,10 +42,15 @@ def allocate_now(
             pass  # it could not be placed now (that is why it has a reservation)
         elif reservation is None or snapshot.time + mj.duration <= reservation.time:
             allocation = allocator.place(job, free)
+            if allocation is not None:
+                limited = None
         elif covers(reservation.spare_total, job.request):
-            allocation = allocator.place(job, free.clamp_to(reservation.spare()))
+            if limited is None:
+                limited = free.clamp_to(reservation.spare())
+            allocation = allocator.place(job, limited)
             if allocation is not None:
                 reservation.take(allocation, job)
+                limited.take(allocation, job)
         if allocation is None:
             postponed.append(job.id)
             continue
