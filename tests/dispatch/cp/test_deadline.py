@@ -10,6 +10,7 @@ from service.dispatch import make_dispatcher
 from service.dispatch.allocators import BestFit
 from service.dispatch.cp import HCP3Dispatcher, PCP3Dispatcher, PCP20Dispatcher, SearchConfig
 from service.dispatch.cp.budget import Budget, OutOfTime
+from service.dispatch.cp.flow import _KEEP_FACTOR
 from tests.dispatch.cp._util import decide
 from tests.dispatch.cp.test_pcp3 import NO_GUARD, fragmented
 from tests.factories import limits_as_durations
@@ -223,7 +224,7 @@ def test_a_pcp3_window_above_its_variable_cap_falls_back_at_once(monkeypatch):
 @pytest.mark.parametrize("kind", KINDS)
 def test_time_for_the_work_after_the_search_is_kept_from_the_next_search(kind, monkeypatch):
     # The clock stands still except in the extract phase, which takes 0.3 s: the next
-    # call's solver gets 0.3 s less than the first's.
+    # call's solver gets twice that (the safety factor) less than the first's.
     snap, clock = fragmented(), JumpClock()
     dispatcher = dispatcher_with(kind, clock)
     real_extract = dispatcher._extract
@@ -246,13 +247,13 @@ def test_time_for_the_work_after_the_search_is_kept_from_the_next_search(kind, m
     second = decide(snap, dispatcher=dispatcher)
     assert not first.diagnostics.fallback and not second.diagnostics.fallback
     assert dispatcher.after_solve_s == pytest.approx(0.3)
-    assert lefts[len(lefts_first)] == pytest.approx(lefts_first[0] - 0.3)
+    assert lefts[len(lefts_first)] == pytest.approx(lefts_first[0] - _KEEP_FACTOR * 0.3)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_search_keeps_at_least_the_fallbacks_time_for_the_work_after_it(kind, monkeypatch):
     # A first call, with nothing seen after a search yet: the fallback heuristic takes
-    # 0.2 s on this snapshot, so the solver gets 0.2 s less than the time left.
+    # 0.2 s on this snapshot, so the solver gets twice that less than the time left.
     snap, clock = fragmented(), JumpClock()
     dispatcher = dispatcher_with(kind, clock)
     real_fallback = dispatcher.fallback.decide
@@ -273,4 +274,4 @@ def test_the_search_keeps_at_least_the_fallbacks_time_for_the_work_after_it(kind
     decision = decide(snap, dispatcher=dispatcher)
     assert not decision.diagnostics.fallback
     config = dispatcher.search
-    assert lefts[0] == pytest.approx(config.deadline - 0.2 - config.margin - 0.2)
+    assert lefts[0] == pytest.approx(config.deadline - 0.2 - config.margin - _KEEP_FACTOR * 0.2)
