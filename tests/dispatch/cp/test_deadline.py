@@ -221,6 +221,18 @@ def test_a_pcp3_window_above_its_variable_cap_falls_back_at_once(monkeypatch):
     assert "fallback: model too large; decision of easy" in decision.diagnostics.notes
 
 
+def record_solver_time(monkeypatch) -> list[float]:
+    """The time left given to each solver run, in order (the solvers run as before)."""
+    real_solver, lefts = search._solver, []
+
+    def recording_solver(config, limit, left):
+        lefts.append(left)
+        return real_solver(config, limit, left)
+
+    monkeypatch.setattr(search, "_solver", recording_solver)
+    return lefts
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_time_for_the_work_after_the_search_is_kept_from_the_next_search(kind, monkeypatch):
     # The clock stands still except in the extract phase, which takes 0.3 s: the next
@@ -234,13 +246,7 @@ def test_time_for_the_work_after_the_search_is_kept_from_the_next_search(kind, m
         return real_extract(*args, **kwargs)
 
     monkeypatch.setattr(dispatcher, "_extract", slow_extract)
-    real_solver, lefts = search._solver, []
-
-    def recording_solver(config, limit, left):
-        lefts.append(left)
-        return real_solver(config, limit, left)
-
-    monkeypatch.setattr(search, "_solver", recording_solver)
+    lefts = record_solver_time(monkeypatch)
     first = decide(snap, dispatcher=dispatcher)
     clock.now = 0.0  # a second call on a fresh clock
     lefts_first = list(lefts)
@@ -264,13 +270,7 @@ def test_the_search_keeps_at_least_the_fallbacks_time_for_the_work_after_it(kind
         return decision
 
     monkeypatch.setattr(dispatcher.fallback, "decide", slow_fallback)
-    real_solver, lefts = search._solver, []
-
-    def recording_solver(config, limit, left):
-        lefts.append(left)
-        return real_solver(config, limit, left)
-
-    monkeypatch.setattr(search, "_solver", recording_solver)
+    lefts = record_solver_time(monkeypatch)
     decision = decide(snap, dispatcher=dispatcher)
     assert not decision.diagnostics.fallback
     config = dispatcher.search

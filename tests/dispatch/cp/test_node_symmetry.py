@@ -52,11 +52,24 @@ def solve(model: cp_model.CpModel) -> tuple[int, float]:
     return solver.solve(model), solver.objective_value
 
 
+def groups_of(snap, durations, prepared, hosts):
+    caps = node_capacities(snap, prepared)
+    return interchangeable_nodes(caps, node_loads(snap, durations, prepared), hosts)
+
+
+def is_a_solution(snap, durations, prepared, hosts, groups, plan: NodePlan) -> bool:
+    """Whether ``plan`` satisfies the node model with ``groups``' symmetry broken."""
+    built = build_node_model(snap, durations, prepared, hosts, node_groups=groups)
+    for j, start, xs in zip(prepared.jobs, built.starts, built.units, strict=True):
+        built.model.add(start == plan.starts[j.job.id])
+        for n, x in xs:
+            built.model.add(x == plan.units[j.job.id].get(n, 0))
+    return solve(built.model)[0] == cp_model.OPTIMAL
+
+
 def test_a_plan_is_renamed_fullest_node_first_and_stays_a_solution():
     snap, durations, prepared, hosts = four_nodes()
-    groups = interchangeable_nodes(
-        node_capacities(snap, prepared), node_loads(snap, durations, prepared), hosts
-    )
+    groups = groups_of(snap, durations, prepared, hosts)
     assert groups == [(0, 1, 2)]
     # Everything at t on the group's nodes, emptiest first: j3 on node 0, j1 on node 1,
     # j0 and j2 would not fit, so they start later on node 2.
@@ -67,28 +80,15 @@ def test_a_plan_is_renamed_fullest_node_first_and_stays_a_solution():
     hint = canonical(plan, groups)
     assert hint.starts == plan.starts
     assert hint.units == {"j0": {0: 3}, "j1": {1: 2}, "j2": {0: 4}, "j3": {2: 1}}
-    built = build_node_model(snap, durations, prepared, hosts, node_groups=groups)
-    for j, start, xs in zip(prepared.jobs, built.starts, built.units, strict=True):
-        built.model.add(start == hint.starts[j.job.id])
-        for n, x in xs:
-            built.model.add(x == hint.units[j.job.id].get(n, 0))
-    assert solve(built.model)[0] == cp_model.OPTIMAL
+    assert is_a_solution(snap, durations, prepared, hosts, groups, hint)
 
 
 def test_the_greedy_hints_renamed_are_solutions_of_the_model_with_the_symmetry_broken():
     snap, durations, prepared, hosts = four_nodes()
-    groups = interchangeable_nodes(
-        node_capacities(snap, prepared), node_loads(snap, durations, prepared), hosts
-    )
+    groups = groups_of(snap, durations, prepared, hosts)
     plans = candidate_node_plans(snap, durations, prepared, hosts, {})
     for plan in plans.values():
-        hint = canonical(plan, groups)
-        built = build_node_model(snap, durations, prepared, hosts, node_groups=groups)
-        for j, start, xs in zip(prepared.jobs, built.starts, built.units, strict=True):
-            built.model.add(start == hint.starts[j.job.id])
-            for n, x in xs:
-                built.model.add(x == hint.units[j.job.id].get(n, 0))
-        assert solve(built.model)[0] == cp_model.OPTIMAL
+        assert is_a_solution(snap, durations, prepared, hosts, groups, canonical(plan, groups))
 
 
 @st.composite
@@ -111,9 +111,7 @@ def identical_nodes(draw):
 def test_breaking_node_symmetry_keeps_the_optimum(snap):
     durations = limits_as_durations(snap)
     prepared, hosts = hostable(snap, prepared_of(snap, durations))
-    groups = interchangeable_nodes(
-        node_capacities(snap, prepared), node_loads(snap, durations, prepared), hosts
-    )
+    groups = groups_of(snap, durations, prepared, hosts)
     assert groups  # at least the idle nodes are interchangeable
     event(f"{sum(len(g) for g in groups)} nodes in groups")
     plain = solve(build_node_model(snap, durations, prepared, hosts).model)
