@@ -71,6 +71,10 @@ ReserveAfterOpt = Annotated[
         help="CP dispatchers: reserve for a job once it has waited this many seconds (0: never).",
     ),
 ]
+ReuseOpt = Annotated[
+    bool,
+    typer.Option(help="CP dispatchers: offer the previous call's plan order as a hint."),
+]
 DeterministicOpt = Annotated[
     bool,
     typer.Option(help="CP dispatchers: limit searches by solver work, not wall time."),
@@ -127,6 +131,7 @@ def replay(
     cp_patience: CpPatienceOpt = 2,
     cp_deterministic: DeterministicOpt = False,
     cp_reserve_after: ReserveAfterOpt = 0,
+    cp_reuse: ReuseOpt = False,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,
@@ -170,6 +175,7 @@ def replay(
         cp_patience=cp_patience,
         cp_deterministic=cp_deterministic,
         cp_reserve_after=cp_reserve_after,
+        cp_reuse=cp_reuse,
         jobs=jobs,
         warmup_fraction=warmup,
         validate=validate,

@@ -120,6 +120,8 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
             search = replace(search, **effort)  # type: ignore[arg-type]
         elif key == "workers" and value.isdigit() and int(value) >= 1:
             search = replace(search, num_workers=int(value))
+        elif key == "reuse" and value == "on":
+            search = replace(search, reuse=True)
         elif key == "merge" and value == "off" and name == "pcp20":
             merge = False
         elif key == "nodesym" and value == "on" and name == "pcp3":
@@ -135,7 +137,8 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
 
 
 VARIANTS = (
-    "unit=<seconds>, presolve=cpsat|bounded, workers=<n>, (pcp20) merge=off or (pcp3) nodesym=on"
+    "unit=<seconds>, presolve=cpsat|bounded, workers=<n>, reuse=on (consecutive instances), "
+    "(pcp20) merge=off or (pcp3) nodesym=on"
 )
 
 

@@ -48,6 +48,8 @@ class ReplaySettings:
     """Limit CP searches by solver work instead of wall time: reproducible replays."""
     cp_reserve_after: int = 0
     """Seconds of waiting after which a CP dispatcher reserves for a job (0: never)."""
+    cp_reuse: bool = False
+    """Offer the previous call's plan order as a CP hint (``SearchConfig.reuse``)."""
     jobs: int | None = None
     warmup_fraction: float = 0.01
     validate: bool = False
@@ -85,6 +87,7 @@ def cp_search(settings: ReplaySettings) -> SearchConfig | None:
         patience=settings.cp_patience,
         deadline=settings.cp_deadline,
         deterministic=settings.cp_deterministic,
+        reuse=settings.cp_reuse,
     )
 
 

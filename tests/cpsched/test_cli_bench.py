@@ -50,3 +50,6 @@ def test_variants_set_the_search_and_model_options():
     assert dispatcher.model.time_unit == 60  # type: ignore[attr-defined]
     pcp3 = variant("pcp3@nodesym=on", "best-fit", SearchConfig(), ModelConfig())
     assert pcp3.node_symmetry is True  # type: ignore[attr-defined]
+    hcp3 = variant("hcp3@reuse=on", "best-fit", SearchConfig(), ModelConfig())
+    assert hcp3.search.reuse is True  # type: ignore[attr-defined]
+

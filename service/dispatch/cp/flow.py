@@ -20,8 +20,16 @@ from ortools.sat.python import cp_model
 from service.dispatch.allocators import Allocator, BestFit
 from service.dispatch.cp.allocate import allocate_now
 from service.dispatch.cp.budget import Budget, GiveUp, OutOfTime
+from service.dispatch.cp.greedy import previous_order
 from service.dispatch.cp.guard import Guard, protect, starving_job
-from service.dispatch.cp.prepare import ModelConfig, Prepared, prepare, priorities, priority_order
+from service.dispatch.cp.prepare import (
+    ModelConfig,
+    ModelJob,
+    Prepared,
+    prepare,
+    priorities,
+    priority_order,
+)
 from service.dispatch.cp.search import Clock, SearchConfig, make_fallback, solve_with_restarts
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
@@ -96,6 +104,9 @@ class CPDispatcher:
         work after the search does, where a past maximum can be from a smaller call. On
         a large queue where EASY's planning is slow this can hold back up to half the
         deadline from the search: accepted, since a late answer is worse."""
+        self.previous_planned: dict[str, int] = {}
+        """The last decision's planned starts (``search.reuse``): the next call's
+        "previous plan" hint. A hint only, so a stale one (a dry run, a restart) is safe."""
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         """The steps every CP dispatcher shares; the model-specific ones are the hooks
@@ -112,12 +123,21 @@ class CPDispatcher:
         heuristic = self.fallback.decide(snapshot, durations)
         budget.mark("fallback")
         try:
-            return self._decide(snapshot, durations, heuristic, budget)
+            decision = self._decide(snapshot, durations, heuristic, budget)
         except GiveUp as stop:
             budget.mark(stop.phase)
             notes = (stop.detail, budget.note()) if stop.detail else (budget.note(),)
             diagnostics = Diagnostics(self.name, stop.status, notes=notes)
-            return self._fall_back(heuristic, diagnostics, stop.reason)
+            decision = self._fall_back(heuristic, diagnostics, stop.reason)
+        if self.search.reuse:
+            self.previous_planned = dict(decision.planned or {})
+        return decision
+
+    def _previous_order(self, prepared: Prepared) -> list[ModelJob] | None:
+        """The previous call's order of this window, for the hooks' hints (``reuse``)."""
+        if not self.search.reuse:
+            return None
+        return previous_order(prepared, self.previous_planned)
 
     def _decide(
         self, snapshot: Snapshot, durations: Durations, heuristic: Decision, budget: Budget

@@ -10,7 +10,7 @@ CP-SAT's first solution is at least this good.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from service.dispatch.cp.prepare import ModelJob, Prepared
 
@@ -126,14 +126,36 @@ def ratio_order(prepared: Prepared) -> list[ModelJob]:
     return sorted(prepared.jobs, key=density, reverse=True)  # stable: ties keep priority
 
 
-def candidate_plans(prepared: Prepared, now_first: Sequence[str]) -> dict[str, dict[str, int]]:
+def previous_order(prepared: Prepared, previous: Mapping[str, int]) -> list[ModelJob] | None:
+    """Reuse between calls: the window in the order the previous call planned its jobs
+    (by planned start, ties and new jobs in priority order, new jobs last), or None when
+    the previous call planned none of them or the order is the priority order.
+
+    Most of the queue is the same from one call to the next, and the previous call's
+    plan, searched for longer than any greedy order, is a guess at a good order for it.
+    ``previous`` maps job ids to planned start times (seconds, absolute), as in
+    ``Decision.planned``."""
+    if not any(mj.job.id in previous for mj in prepared.jobs):
+        return None
+    never = float("inf")
+    order = sorted(prepared.jobs, key=lambda mj: previous.get(mj.job.id, never))  # stable
+    return None if order == list(prepared.jobs) else order
+
+
+def candidate_plans(
+    prepared: Prepared, now_first: Sequence[str], previous: Sequence[ModelJob] | None = None
+) -> dict[str, dict[str, int]]:
     """The greedy plans offered as hints, by name: priority order, Smith's ratio order,
-    and the heuristic's starts first (then priority order)."""
-    return {
+    the heuristic's starts first (then priority order), and with ``previous`` (an order
+    from :func:`previous_order`) the previous call's order."""
+    plans = {
         "priority greedy": serial_plan(prepared),
         "ratio greedy": serial_plan(prepared, ratio_order(prepared)),
         "heuristic-seeded": serial_plan(prepared, now_first=now_first),
     }
+    if previous is not None:
+        plans["previous plan"] = serial_plan(prepared, previous)
+    return plans
 
 
 def plan_objective(prepared: Prepared, plan: dict[str, int]) -> int:

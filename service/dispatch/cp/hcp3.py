@@ -93,7 +93,8 @@ class HCP3Dispatcher(CPDispatcher):
         budget: Budget,
     ) -> Formulation:
         """The model and its hint; ``budget.check`` between long steps (``OutOfTime``)."""
-        plans = candidate_plans(prepared, [s.job_id for s in heuristic.starts])
+        now_first = [s.job_id for s in heuristic.starts]
+        plans = candidate_plans(prepared, now_first, self._previous_order(prepared))
         budget.mark("hint")
         budget.check("build")
         costs = {name: plan_objective(prepared, plan) for name, plan in plans.items()}

@@ -109,6 +109,7 @@ class PCP20Dispatcher(CPDispatcher):
             hosts,
             {s.job_id: s.allocation for s in heuristic.starts},
             tick=lambda: budget.check("hint"),
+            previous=self._previous_order(prepared),
         )
         lay = layout(snapshot, prepared)
         running = running_rects(snapshot, durations, prepared, lay)

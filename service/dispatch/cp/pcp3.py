@@ -219,6 +219,7 @@ class PCP3Dispatcher(CPDispatcher):
             hosts,
             {s.job_id: s.allocation for s in heuristic.starts},
             tick=lambda: budget.check("hint"),
+            previous=self._previous_order(prepared),
         )
         costs = {name: plan_objective(prepared, p.starts) for name, p in plans.items()}
         chosen = cheapest(costs)

@@ -277,10 +277,13 @@ def candidate_node_plans(
     hosts: Sequence[Hosts],
     now_first: Mapping[str, Allocation],
     tick: Callable[[], None] = lambda: None,
+    previous: Sequence[ModelJob] | None = None,
 ) -> dict[str, NodePlan]:
     """The hints offered, by name (as HCP3's): priority order, Smith's ratio order
-    (left out when it is the priority order: the plan would be the same), and the
-    heuristic's starts (with its allocations) first. ``tick``: as ``node_plan``'s."""
+    (left out when it is the priority order: the plan would be the same), the
+    heuristic's starts (with its allocations) first, and the previous call's order
+    (``previous``, from ``greedy.previous_order``; left out when it is the ratio order).
+    ``tick``: as ``node_plan``'s."""
     args = (snapshot, durations, prepared, hosts)
     plans = {"priority greedy": node_plan(*args, tick=tick)}
     by_ratio = ratio_order(prepared)
@@ -288,6 +291,8 @@ def candidate_node_plans(
         plans["ratio greedy"] = node_plan(*args, order=by_ratio, tick=tick)
     if now_first:
         plans["heuristic-seeded"] = node_plan(*args, now_first=now_first, tick=tick)
+    if previous is not None and previous != by_ratio:
+        plans["previous plan"] = node_plan(*args, order=previous, tick=tick)
     return plans
 
 

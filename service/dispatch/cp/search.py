@@ -97,6 +97,9 @@ class SearchConfig:
     probing_level: int | None = 0
     symmetry_level: int | None = 0
     presolve_probing_dtime: float | None = 0.01
+    reuse: bool = False
+    """Reuse between calls: offer the previous call's plan order as one more greedy hint
+    (``greedy.previous_order``); off by default (measured in docs/cp-dispatchers.md)."""
     clock: Clock = field(default=time.perf_counter, compare=False)
 
     def __post_init__(self) -> None:
