@@ -52,4 +52,3 @@ def test_variants_set_the_search_and_model_options():
     assert pcp3.node_symmetry is True  # type: ignore[attr-defined]
     hcp3 = variant("hcp3@reuse=on", "best-fit", SearchConfig(), ModelConfig())
     assert hcp3.search.reuse is True  # type: ignore[attr-defined]
-
