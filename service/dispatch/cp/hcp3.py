@@ -21,6 +21,7 @@ from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import candidate_plans, plan_objective
 from service.dispatch.cp.guard import Guard
 from service.dispatch.cp.prepare import Prepared
+from service.dispatch.cp.search import add_strategy
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
 
@@ -67,7 +68,7 @@ def build_pooled_model(prepared: Prepared) -> PooledModel:
             last[shape] = start
     # The first descent is the greedy priority order: among the jobs that can start
     # earliest, the one listed first (highest priority) is fixed to its earliest start.
-    model.add_decision_strategy(starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    add_strategy(model, starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
     proto = model.proto
     return PooledModel(
         model=model,

@@ -41,7 +41,7 @@ from service.dispatch.cp.pcp3_greedy import (
     unit_demand,
 )
 from service.dispatch.cp.prepare import ModelConfig, Prepared
-from service.dispatch.cp.search import Clock, SearchConfig
+from service.dispatch.cp.search import Clock, SearchConfig, add_strategy
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
@@ -140,9 +140,9 @@ def build_node_model(
     order_groups(model, units, node_groups)
     # First descent as the papers': earliest-startable, highest-priority job first, then
     # its allocation, most units on the first nodes (consolidation).
-    model.add_decision_strategy(starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    add_strategy(model, starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
     xs_all = [x for xs in units for _, x in xs]
-    model.add_decision_strategy(xs_all, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+    add_strategy(model, xs_all, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
     proto = model.proto
     return NodeModel(
         model, tuple(starts), tuple(units), len(proto.variables), len(proto.constraints), intervals

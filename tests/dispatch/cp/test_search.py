@@ -229,3 +229,40 @@ def test_deterministic_mode_repeats_decisions():
     snap = snapshot(30, nodes(4, 4), [running(r, 0, [(0, 4), (1, 1)])], queue)
     first, second = decide(snap), decide(snap)
     assert without_timings(first) == without_timings(second)
+
+
+def test_a_bulk_strategy_is_followed_as_add_decision_strategy_is():
+    # add_strategy writes the proto's ``variables`` field; CP-SAT must still follow it
+    # (an OR-Tools upgrade that drops the field would fail here).
+    def first_solution(bulk: bool) -> list[int]:
+        model = cp_model.CpModel()
+        xs = [model.new_int_var(0, 2, "") for _ in range(5)]
+        model.add(sum(xs) <= 7)
+        if bulk:
+            search.add_strategy(model, xs, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        else:
+            model.add_decision_strategy(xs, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        solver = cp_model.CpSolver()
+        solver.parameters.search_branching = cp_model.FIXED_SEARCH
+        solver.parameters.num_workers = 1
+        solver.parameters.cp_model_presolve = False
+        solver.parameters.stop_after_first_solution = True
+        assert solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        return [solver.value(x) for x in xs]
+
+    assert first_solution(bulk=True) == first_solution(bulk=False) == [2, 2, 2, 1, 0]
+
+
+def test_hints_set_in_bulk_match_add_hint():
+    model = cp_model.CpModel()
+    xs = [model.new_int_var(0, 9, "") for _ in range(4)]
+    reference = cp_model.CpModel()
+    ys = [reference.new_int_var(0, 9, "") for _ in range(4)]
+    for y, v in zip(ys, [3, 1, 4, 1], strict=True):
+        reference.add_hint(y, v)
+    model.add_hint(xs[0], 9)  # replaced, not kept
+    search._set_hint(model, xs, [3, 1, 4, 1])
+    assert list(model.proto.solution_hint.vars) == list(reference.proto.solution_hint.vars)
+    assert list(model.proto.solution_hint.values) == [3, 1, 4, 1]
+    with pytest.raises(ValueError, match="hint values"):
+        search._set_hint(model, xs, [1])
