@@ -135,6 +135,7 @@ class AdaBoost:
         recent: int = 5,
         profile_matches: int = 11,
         random_state: int = 0,
+        half_life: float | None = None,
         background: bool = False,
     ) -> None:
         unknown = sorted(set(features) - set(FEATURES))
@@ -144,6 +145,8 @@ class AdaBoost:
             window, retrain_every, n_estimators, max_depth, min_samples_leaf, recent,
             profile_matches,
         )  # fmt: skip
+        if half_life is not None and not half_life > 0:
+            raise ConfigError(f"adaboost half_life must be > 0 rows or None (off), got {half_life}")
         if min(sizes) < 1 or learning_rate <= 0:
             raise ConfigError(
                 "adaboost window, retrain_every, n_estimators, max_depth, min_samples_leaf, "
@@ -174,6 +177,7 @@ class AdaBoost:
         self.recent = recent
         self.profile_matches = profile_matches
         self.random_state = random_state
+        self.half_life = half_life
         self.background = background
 
         self.fallback_ = LastTwo()
@@ -230,7 +234,7 @@ class AdaBoost:
             loss=self.loss,
             random_state=self.random_state,
         )
-        model.fit(rows, targets)
+        model.fit(rows, targets, sample_weight=recency_weights(len(rows), self.half_life))
         return Forest.from_sklearn(model, trained_on)
 
     def _fit_and_swap(self, rows: np.ndarray, targets: np.ndarray, trained_on: int) -> Forest:
@@ -281,6 +285,17 @@ class AdaBoost:
     def predict_many(self, jobs: Sequence[Job], t: int) -> list[int]:
         """``[predict(job, t) for job in jobs]``, one call for a dispatcher's whole queue."""
         return [self.predict(job, t) for job in jobs]
+
+
+def recency_weights(count: int, half_life: float | None) -> np.ndarray | None:
+    """Sample weights of ``count`` rows, oldest first: the newest row weighs 1 and a row
+    ``half_life`` rows older half as much (None: every row alike). AdaBoost.R2 starts
+    from these weights and draws each tree's sample by them, so recent jobs shape the
+    model more: users change their habits, and the trace's fifths differ (see above)."""
+    if half_life is None:
+        return None
+    age = np.arange(count - 1, -1, -1, dtype=float)
+    return np.exp2(-age / half_life)
 
 
 def _target(target: Target, run_time: int, time_limit: int) -> float:

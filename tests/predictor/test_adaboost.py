@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 from cpsched.errors import ConfigError
 from predictor._forest import Forest
-from predictor.adaboost import BASIC_FEATURES, FEATURES, AdaBoost
+from predictor.adaboost import BASIC_FEATURES, FEATURES, AdaBoost, recency_weights
 from predictor.base import FinishedJob
 from predictor.lasttwo import LastTwo
 from predictor.rebuild import rebuild
@@ -131,6 +131,8 @@ def test_bad_hyperparameters_are_config_errors():
         AdaBoost(min_samples_leaf=0)
     with pytest.raises(ConfigError):
         AdaBoost(target="minutes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        AdaBoost(half_life=0)
 
 
 class GatedAdaBoost(AdaBoost):
@@ -230,3 +232,26 @@ def test_ratio_target_scales_with_the_requested_time():
     unseen = mk("n", submit=10**7, limit=30_000)
     assert ratio.predict(unseen, 10**7) == 3000
     assert seconds.predict(unseen, 10**7) == 400  # trees cannot extrapolate seconds
+
+
+def test_recency_weights_halve_every_half_life_rows_oldest_first():
+    assert recency_weights(5, None) is None
+    assert recency_weights(5, 2).tolist() == [0.25, 2**-1.5, 0.5, 2**-0.5, 1.0]
+
+
+def test_recency_weights_let_a_change_of_habit_win_sooner():
+    # A user whose jobs ran 1,000 s for 300 jobs, then 5,000 s for the last 100: with
+    # equal weights the old habit still wins the trees' medians, a short half-life
+    # follows the new one.
+    def fitted(half_life):
+        p = AdaBoost(
+            features=("user", "cores"), retrain_every=400, half_life=half_life, n_estimators=3
+        )
+        for i in range(400):
+            run = 1_000 if i < 300 else 5_000
+            job = mk(f"j{i}", user="u", submit=10 * i, limit=20_000, cores=1)
+            p.observe(done(job, run, end=10 * i + run))
+        return p.predict(mk("next", user="u", submit=10**6, limit=20_000, cores=1), 10**6)
+
+    assert fitted(None) == 1_000
+    assert fitted(50) == 5_000
