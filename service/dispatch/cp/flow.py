@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 from service.dispatch.allocators import Allocator, BestFit
 from service.dispatch.cp.allocate import allocate_now
 from service.dispatch.cp.budget import Budget, GiveUp, OutOfTime
+from service.dispatch.cp.gc_pause import collector_paused
 from service.dispatch.cp.greedy import previous_order
 from service.dispatch.cp.guard import Guard, protect, starving_job
 from service.dispatch.cp.prepare import (
@@ -119,16 +120,17 @@ class CPDispatcher:
         call can still overrun by at most the length of the phase under way (hooks check
         inside their long loops to keep that short).
         """
-        budget = Budget(self.search, self.clock)
-        heuristic = self.fallback.decide(snapshot, durations)
-        budget.mark("fallback")
-        try:
-            decision = self._decide(snapshot, durations, heuristic, budget)
-        except GiveUp as stop:
-            budget.mark(stop.phase)
-            notes = (stop.detail, budget.note()) if stop.detail else (budget.note(),)
-            diagnostics = Diagnostics(self.name, stop.status, notes=notes)
-            decision = self._fall_back(heuristic, diagnostics, stop.reason)
+        with collector_paused():  # a full collection in a big process took up to 93 ms
+            budget = Budget(self.search, self.clock)
+            heuristic = self.fallback.decide(snapshot, durations)
+            budget.mark("fallback")
+            try:
+                decision = self._decide(snapshot, durations, heuristic, budget)
+            except GiveUp as stop:
+                budget.mark(stop.phase)
+                notes = (stop.detail, budget.note()) if stop.detail else (budget.note(),)
+                diagnostics = Diagnostics(self.name, stop.status, notes=notes)
+                decision = self._fall_back(heuristic, diagnostics, stop.reason)
         if self.search.reuse:
             self.previous_planned = dict(decision.planned or {})
         return decision

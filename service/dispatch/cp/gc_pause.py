@@ -1,0 +1,42 @@
+"""Python's cyclic garbage collector held off for the length of a CP call.
+
+A full (generation 2) collection scans every live object of the process. In a process
+that holds a large machine's state (Curie's 5,544 nodes and thousands of running jobs,
+or the service's caches) one took 66-93 ms, at an allocation nobody can foresee: in
+the phases after the search, whose time the deadline keeps back, it made calls late
+(measured in docs/cp-dispatchers.md). A call allocates little that only the cyclic
+collector can free (reference counting frees the rest), so it is safe to defer the
+collector until the call has answered; it then runs at its next threshold as usual.
+
+Calls may overlap in threads (one per cluster in the service): the collector comes
+back on when the last of them ends, and only if it was on when the first began.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_active = 0
+_was_enabled = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Hold off automatic garbage collection inside the ``with`` block."""
+    global _active, _was_enabled
+    with _lock:
+        if _active == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _active += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _active -= 1
+            if _active == 0 and _was_enabled:
+                gc.enable()
