@@ -275,3 +275,31 @@ def test_the_search_keeps_at_least_the_fallbacks_time_for_the_work_after_it(kind
     assert not decision.diagnostics.fallback
     config = dispatcher.search
     assert lefts[0] == pytest.approx(config.deadline - 0.2 - config.margin - _KEEP_FACTOR * 0.2)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_solution_whose_starts_would_take_too_long_to_place_is_not_extracted(kind, monkeypatch):
+    # The clock stands still except in the extract phase, which takes 0.3 s: the dispatcher
+    # learns 0.3 s per started job (plus one). A call whose time left is less than its
+    # rate times its starts answers with the fallback before extracting.
+    snap, clock = fragmented(), JumpClock()
+    dispatcher = dispatcher_with(kind, clock)
+    real_extract, extracted = dispatcher._extract, []
+
+    def slow_extract(*args, **kwargs):
+        extracted.append(clock.now)
+        clock.now += 0.3
+        return real_extract(*args, **kwargs)
+
+    monkeypatch.setattr(dispatcher, "_extract", slow_extract)
+    first = decide(snap, dispatcher=dispatcher)
+    assert not first.diagnostics.fallback and len(extracted) == 1
+    # Jobs the solution starts now (HCP3 may then postpone one that does not fit).
+    starting = sum(1 for start in first.planned.values() if start == snap.time)
+    assert dispatcher.extract_per_start_s == pytest.approx(0.3 / (starting + 1))
+    # Had placing a job taken the whole deadline, the next call would not extract.
+    dispatcher.extract_per_start_s = DEADLINE
+    clock.now = 0.0
+    second = decide(snap, dispatcher=dispatcher)
+    assert len(extracted) == 1  # never extracted
+    assert_fallback(second, snap, kind, ["extract"])
