@@ -3,7 +3,9 @@
 Endpoints call these methods from FastAPI's thread pool, never on the event loop. The
 dispatcher's ``decide`` runs in a worker thread; when it has not answered by the
 cluster's deadline, the fallback heuristic answers instead and the late result is
-dropped (``decide`` is pure, so an abandoned solve harms nothing but a core's time).
+dropped (``decide`` changes nothing outside the dispatcher, so an abandoned solve harms
+nothing but a core's time; a CP dispatcher keeps learned timings and, with reuse, the
+last plan as a hint, which a late call may overwrite harmlessly).
 A decision is returned only after its audit row is committed.
 """
 

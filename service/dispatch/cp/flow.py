@@ -105,10 +105,11 @@ class CPDispatcher:
         work after the search does, where a past maximum can be from a smaller call. On
         a large queue where EASY's planning is slow this can hold back up to half the
         deadline from the search: accepted, since a late answer is worse."""
+        self.extract_fixed_s = 0.0
         self.extract_per_start_s = 0.0
-        """Extract time per job started now (plus one for its fixed part), the longest
-        recently seen, decaying as ``after_solve_s``: a solution is only extracted when
-        the time left holds this times its starts."""
+        """The extract phase's time as a fixed part (seen on calls that start nothing)
+        plus a part per job started now (placing it on the nodes), each the longest
+        recently seen, decaying as ``after_solve_s`` (see ``_extract_estimate``)."""
         self.previous_planned: dict[str, int] = {}
         """The last decision's planned starts (``search.reuse``): the next call's
         "previous plan" hint. A hint only, so a stale one (a dry run, a restart) is safe."""
@@ -138,6 +139,17 @@ class CPDispatcher:
         if self.search.reuse:
             self.previous_planned = dict(decision.planned or {})
         return decision
+
+    def _extract_estimate(self, starting: int) -> float:
+        """Seconds the extract phase is expected to take for ``starting`` jobs now."""
+        return self.extract_fixed_s + self.extract_per_start_s * starting
+
+    def _learn_extract(self, seconds: float, starting: int) -> None:
+        if starting == 0:
+            self.extract_fixed_s = max(seconds, _DECAY * self.extract_fixed_s)
+            return
+        per_start = max(0.0, seconds - self.extract_fixed_s) / starting
+        self.extract_per_start_s = max(per_start, _DECAY * self.extract_per_start_s)
 
     def _previous_order(self, prepared: Prepared) -> list[ModelJob] | None:
         """The previous call's order of this window, for the hooks' hints (``reuse``)."""
@@ -180,7 +192,12 @@ class CPDispatcher:
             budget.began,
             incumbent=formulation.hint_objective,
             keep=min(
-                _KEEP_FACTOR * max(self.after_solve_s, budget.last("fallback")),
+                _KEEP_FACTOR
+                * max(
+                    self.after_solve_s,
+                    budget.last("fallback"),
+                    self._extract_estimate(_starting(formulation.hint, prepared)),
+                ),
                 self.search.deadline / 2,
             ),
         )
@@ -206,10 +223,14 @@ class CPDispatcher:
             return self._fall_back(heuristic, diagnostics, f"no CP solution ({outcome.status})")
         # Placing the jobs a solution starts now costs per job (Curie: about 2 ms each on
         # 5,544 nodes, 50 ms for 25 jobs), more than the reserve kept from the search when
-        # many start at once; the fallback's answer is ready, so give it instead of
-        # answering late. The first values are the starts, in every model.
-        starting = sum(1 for value in outcome.values[: len(prepared.jobs)] if value == 0)
-        if budget.left() <= self.extract_per_start_s * (starting + 1):
+        # the solution starts many more than the hint did; the fallback's answer is
+        # ready, so give it instead of answering late.
+        starting = _starting(outcome.values, prepared)
+        if budget.left() <= self._extract_estimate(starting):
+            # Decay as a measured call would, so that one slow extract cannot keep
+            # every later call from extracting.
+            self.extract_fixed_s *= _DECAY
+            self.extract_per_start_s *= _DECAY
             late = replace(diagnostics, solver_status="deadline", notes=(*notes, budget.note()))
             return self._fall_back(heuristic, late, "no time left for extract")
         starts, plan, more = self._extract(
@@ -227,8 +248,7 @@ class CPDispatcher:
         budget.mark("validate")
         after = budget.last("extract") + budget.last("validate")
         self.after_solve_s = max(after, _DECAY * self.after_solve_s)
-        per_start = budget.last("extract") / (starting + 1)
-        self.extract_per_start_s = max(per_start, _DECAY * self.extract_per_start_s)
+        self._learn_extract(budget.last("extract"), starting)
         if violations:
             bad = replace(
                 diagnostics,
@@ -327,6 +347,11 @@ _KEEP_FACTOR = 2.0
 """Safety factor on the post-search time kept: on a loaded machine a phase's wall time
 varies by about that much from call to call (Curie, 25 calls at 2 s, two replays beside:
 extract + validate up to 375 ms of wall time, against under 200 ms of CPU)."""
+
+
+def _starting(values: Sequence[int], prepared: Prepared) -> int:
+    """Jobs a solution (or hint) starts now: every model's first values are the starts."""
+    return sum(1 for value in values[: len(prepared.jobs)] if value == 0)
 
 
 def _heuristic_is_optimal(prepared: Prepared, heuristic: Decision, guard: Guard | None) -> bool:

@@ -9,7 +9,10 @@ collector can free (reference counting frees the rest), so it is safe to defer t
 collector until the call has answered; it then runs at its next threshold as usual.
 
 Calls may overlap in threads (one per cluster in the service): the collector comes
-back on when the last of them ends, and only if it was on when the first began.
+back on when the last of them ends, and only if it was on when the first began. So
+that calls overlapping without a break cannot hold it off for ever, every
+``MAX_HELD``-th call that ends while others still run collects in full itself, after
+its answer is made (the caller sees that time; the deadline did not cover it).
 """
 
 from __future__ import annotations
@@ -19,15 +22,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+MAX_HELD = 64
+"""Calls ending while others still hold the collector off before one collects."""
+
 _lock = threading.Lock()
 _active = 0
+_held = 0
 _was_enabled = False
 
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Hold off automatic garbage collection inside the ``with`` block."""
-    global _active, _was_enabled
+    global _active, _held, _was_enabled
     with _lock:
         if _active == 0:
             _was_enabled = gc.isenabled()
@@ -36,7 +43,17 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        collect = False
         with _lock:
             _active -= 1
-            if _active == 0 and _was_enabled:
-                gc.enable()
+            if _active == 0:
+                _held = 0
+                if _was_enabled:
+                    gc.enable()
+            else:
+                _held += 1
+                collect = _was_enabled and _held >= MAX_HELD
+                if collect:
+                    _held = 0
+        if collect:
+            gc.collect()

@@ -280,8 +280,8 @@ def test_the_search_keeps_at_least_the_fallbacks_time_for_the_work_after_it(kind
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_solution_whose_starts_would_take_too_long_to_place_is_not_extracted(kind, monkeypatch):
     # The clock stands still except in the extract phase, which takes 0.3 s: the dispatcher
-    # learns 0.3 s per started job (plus one). A call whose time left is less than its
-    # rate times its starts answers with the fallback before extracting.
+    # learns that. A call whose time left is less than its expected extract time answers
+    # with the fallback before extracting.
     snap, clock = fragmented(), JumpClock()
     dispatcher = dispatcher_with(kind, clock)
     real_extract, extracted = dispatcher._extract, []
@@ -296,10 +296,22 @@ def test_a_solution_whose_starts_would_take_too_long_to_place_is_not_extracted(k
     assert not first.diagnostics.fallback and len(extracted) == 1
     # Jobs the solution starts now (HCP3 may then postpone one that does not fit).
     starting = sum(1 for start in first.planned.values() if start == snap.time)
-    assert dispatcher.extract_per_start_s == pytest.approx(0.3 / (starting + 1))
-    # Had placing a job taken the whole deadline, the next call would not extract.
-    dispatcher.extract_per_start_s = DEADLINE
+    assert dispatcher._extract_estimate(starting) == pytest.approx(0.3)
+    # Had the extract's fixed part taken the whole deadline, the next call would not
+    # extract.
+    dispatcher.extract_fixed_s = DEADLINE
     clock.now = 0.0
     second = decide(snap, dispatcher=dispatcher)
     assert len(extracted) == 1  # never extracted
     assert_fallback(second, snap, kind, ["extract"])
+
+
+def test_the_extract_estimate_has_a_fixed_part_and_a_part_per_started_job():
+    dispatcher = dispatcher_with("hcp3", JumpClock())
+    dispatcher._learn_extract(0.010, 0)  # a call that started nothing: the fixed part
+    dispatcher._learn_extract(0.060, 25)  # 50 ms for placing 25 jobs
+    assert dispatcher._extract_estimate(0) == pytest.approx(0.010)
+    assert dispatcher._extract_estimate(25) == pytest.approx(0.060)
+    assert dispatcher._extract_estimate(50) == pytest.approx(0.110)
+    dispatcher._learn_extract(0.001, 0)  # smaller: the longest seen decays
+    assert dispatcher.extract_fixed_s == pytest.approx(0.009)

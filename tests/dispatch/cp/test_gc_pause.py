@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from service.dispatch import Decision, Diagnostics, make_dispatcher
-from service.dispatch.cp import make_cp_dispatcher
+from service.dispatch.cp import gc_pause, make_cp_dispatcher
 from service.dispatch.cp.gc_pause import collector_paused
 from tests.dispatch.cp._util import DETERMINISTIC
 from tests.factories import job, limits_as_durations, nodes, snapshot
@@ -80,4 +80,26 @@ def test_a_cp_call_runs_with_the_collector_paused():
     snap = snapshot(0, nodes(4), [], [job("a", units=2), job("b", units=3)])
     dispatcher.decide(snap, limits_as_durations(snap))
     assert fallback.enabled == [False]
+    assert gc.isenabled()
+
+
+def test_calls_that_never_stop_overlapping_still_collect_now_and_then(monkeypatch):
+    collected = []
+    monkeypatch.setattr(gc, "collect", lambda *args: collected.append(args) or 0)
+    inside, release = threading.Event(), threading.Event()
+
+    def long_call():
+        with collector_paused():
+            inside.set()
+            release.wait(timeout=10)
+
+    worker = threading.Thread(target=long_call)
+    worker.start()
+    assert inside.wait(timeout=10)
+    for _ in range(gc_pause.MAX_HELD):
+        with collector_paused():
+            pass
+    assert len(collected) == 1 and not gc.isenabled()
+    release.set()
+    worker.join(timeout=10)
     assert gc.isenabled()

@@ -45,8 +45,8 @@ def test_the_previous_plan_is_one_more_candidate_hint():
     plans = candidate_plans(prepared, [], order)
     assert set(plans) == {"priority greedy", "ratio greedy", "heuristic-seeded", "previous plan"}
     starts = plans["previous plan"]
-    # The order is the reverse priority order: each job is placed no earlier than the
-    # ones after it in priority.
+    # The order is the reverse priority order: the last job in priority is placed first,
+    # on the free cores now.
     assert starts[prepared.jobs[-1].job.id] == 0
 
 
@@ -80,3 +80,5 @@ def test_a_stale_previous_plan_only_adds_a_hint_and_decisions_stay_valid():
     snap = _busy_queue()
     decision = decide(snap, limits_as_durations(snap), dispatcher)
     assert decision.diagnostics.fallback is False
+    hint = next(note for note in decision.diagnostics.notes if note.startswith("hint: "))
+    assert "previous plan" in hint.partition("objectives")[2]
