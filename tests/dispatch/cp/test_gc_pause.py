@@ -39,7 +39,8 @@ def test_a_collector_that_was_off_stays_off():
     assert not gc.isenabled()
 
 
-def test_overlapping_calls_in_threads_resume_it_when_the_last_one_ends():
+def _call_under_way() -> tuple[threading.Event, threading.Thread]:
+    """A call in another thread that holds the collector off until released."""
     inside, release = threading.Event(), threading.Event()
 
     def long_call():
@@ -50,6 +51,11 @@ def test_overlapping_calls_in_threads_resume_it_when_the_last_one_ends():
     worker = threading.Thread(target=long_call)
     worker.start()
     assert inside.wait(timeout=10)
+    return release, worker
+
+
+def test_overlapping_calls_in_threads_resume_it_when_the_last_one_ends():
+    release, worker = _call_under_way()
     with collector_paused():
         pass
     assert not gc.isenabled()  # the other call is still under way
@@ -86,16 +92,7 @@ def test_a_cp_call_runs_with_the_collector_paused():
 def test_calls_that_never_stop_overlapping_still_collect_now_and_then(monkeypatch):
     collected = []
     monkeypatch.setattr(gc, "collect", lambda *args: collected.append(args) or 0)
-    inside, release = threading.Event(), threading.Event()
-
-    def long_call():
-        with collector_paused():
-            inside.set()
-            release.wait(timeout=10)
-
-    worker = threading.Thread(target=long_call)
-    worker.start()
-    assert inside.wait(timeout=10)
+    release, worker = _call_under_way()
     for _ in range(gc_pause.MAX_HELD):
         with collector_paused():
             pass
