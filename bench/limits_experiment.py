@@ -6,6 +6,27 @@ Replays TRACE with EASY under ``--limits requested`` and under ``--limits predic
 correction off, simple and power (in parallel processes), and prints killed jobs, mean
 wait and mean bounded slowdown side by side, each with its ratio to the requested-limit
 run.
+
+Measured (full HPC2N, header machine 240 × 1 cpu, EASY with the replay's default
+first-fit allocator, ``--predictor adaboost`` with its defaults; 27 min of wall time and
+2,253 s of CPU for the four runs, two at a time):
+
+| run | killed jobs | extensions | mean wait s | mean bounded slowdown |
+|---|---:|---:|---:|---:|
+| requested | 0 | 0 | 10,680 | 100.5 |
+| predicted, off | 197,462 | 0 | 0 | 1.0 |
+| predicted, simple | 0 | 514,611 | 10,722 (×1.004) | 99.0 (×0.986) |
+| predicted, power | 0 | 294,182 | 10,748 (×1.006) | 97.4 (×0.970) |
+
+Without correction nearly every job is killed (97.5% of those counted): a job is killed
+at its prediction, so an on-line predictor never sees a run longer than what it
+predicted (a killed job's run time is censored and not shown to it; showing the
+censored time instead gave the same 97% on the first 20,000 jobs with last-two, since
+that time is the prediction itself). Its predictions can only drift down. The
+replay's last-two under-rate was 0.97 there, against about 0.5 in ``predict-eval``. With
+correction nobody is killed, and mean bounded slowdown drops 1.4% (simple) and 3.0%
+(power) for a wait within 1% of the requested-limit run. The COARE study's much larger
+gains came from its own trace and an off-line model.
 """
 
 from __future__ import annotations
