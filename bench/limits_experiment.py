@@ -18,7 +18,7 @@ first-fit allocator, ``--predictor adaboost`` with its defaults; 27 min of wall 
 | predicted, simple | 0 | 514,611 | 10,722 (×1.004) | 99.0 (×0.986) |
 | predicted, power | 0 | 294,182 | 10,748 (×1.006) | 97.4 (×0.970) |
 
-Without correction nearly every job is killed (97.5% of those counted): a job is killed
+Without correction nearly every job is killed (97% of the 202,871): a job is killed
 at its prediction, so an on-line predictor never sees a run longer than what it
 predicted (a killed job's run time is censored and not shown to it; showing the
 censored time instead gave the same 97% on the first 20,000 jobs with last-two, since
