@@ -147,13 +147,15 @@ def candidate_plans(
 ) -> dict[str, dict[str, int]]:
     """The greedy plans offered as hints, by name: priority order, Smith's ratio order,
     the heuristic's starts first (then priority order), and with ``previous`` (an order
-    from :func:`previous_order`) the previous call's order."""
+    from :func:`previous_order`) the previous call's order, left out when it is the ratio
+    order (as in ``pcp3_greedy.candidate_node_plans``)."""
+    by_ratio = ratio_order(prepared)
     plans = {
         "priority greedy": serial_plan(prepared),
-        "ratio greedy": serial_plan(prepared, ratio_order(prepared)),
+        "ratio greedy": serial_plan(prepared, by_ratio),
         "heuristic-seeded": serial_plan(prepared, now_first=now_first),
     }
-    if previous is not None:
+    if previous is not None and previous != by_ratio:
         plans["previous plan"] = serial_plan(prepared, previous)
     return plans
 
