@@ -2,6 +2,7 @@
 
 import dataclasses
 import itertools
+from types import SimpleNamespace
 
 import pytest
 from ortools.sat.python import cp_model
@@ -70,8 +71,10 @@ class FakeSolver:
         self.objective_value = float(objective or 0)
         return code
 
-    def value(self, var):
-        return int(self.objective_value)
+    @property
+    def response_proto(self):
+        # Every variable's value is the objective (the loop reads them by index).
+        return SimpleNamespace(solution=[int(self.objective_value)])
 
 
 def run_loop(monkeypatch, config, results, incumbent=None):
@@ -264,15 +267,29 @@ def test_hints_set_in_bulk_match_add_hint():
     for y, v in zip(ys, [3, 1, 4, 1], strict=True):
         reference.add_hint(y, v)
     model.add_hint(xs[0], 9)  # replaced, not kept
-    search._set_hint(model, xs, [3, 1, 4, 1])
+    search._set_hint(model, [x.index for x in xs], [3, 1, 4, 1])
     assert list(model.proto.solution_hint.vars) == list(reference.proto.solution_hint.vars)
     assert list(model.proto.solution_hint.values) == [3, 1, 4, 1]
     with pytest.raises(ValueError, match="hint values"):
-        search._set_hint(model, xs, [1])
+        search._set_hint(model, [x.index for x in xs], [1])
     # A negated literal is hinted through its variable, as add_hint does.
     b, c = model.new_bool_var(""), reference.new_bool_var("")
-    search._set_hint(model, [~b], [1])
+    search._set_hint(model, [(~b).index], [1])
     reference.clear_hints()
     reference.add_hint(~c, 1)
     assert list(model.proto.solution_hint.vars) == list(reference.proto.solution_hint.vars)
     assert list(model.proto.solution_hint.values) == list(reference.proto.solution_hint.values)
+
+
+def test_values_read_in_bulk_match_solver_value():
+    model = cp_model.CpModel()
+    xs = [model.new_int_var(0, 9, "") for _ in range(3)]
+    b = model.new_bool_var("")
+    for x, v in zip(xs, [7, 0, 4], strict=True):
+        model.add(x == v)
+    model.add(b == 1)
+    solver = cp_model.CpSolver()
+    assert solver.solve(model) == cp_model.OPTIMAL
+    variables = [*xs, b, ~b]
+    expected = tuple(solver.value(v) for v in variables)
+    assert search._values(solver, [v.index for v in variables]) == expected == (7, 0, 4, 1, 0)

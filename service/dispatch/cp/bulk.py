@@ -1,0 +1,39 @@
+"""Model building in bulk, on the CP-SAT proto, for the models' widest parts.
+
+CP-SAT's Python builders cost a few microseconds per call: ``new_int_var`` builds a
+``Domain`` and sets a name (about 5 µs), ``sum`` of variables grows one expression per
+term. PCP3 creates one ``x[i,n]`` per job and host node, about 17,000 a call on CTC's 338
+nodes against a 0.2 s deadline: a profile of that replay showed a quarter of its time in
+``new_int_var`` alone. Writing the proto's repeated fields directly does the same work
+in fewer Python calls; the variables are then wrapped by index, as CP-SAT's own
+builders return them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ortools.sat.python import cp_model
+
+
+def new_int_vars(model: cp_model.CpModel, uppers: Sequence[int]) -> list[cp_model.IntVar]:
+    """Unnamed variables of domain ``[0, upper]``, one per upper bound, in order."""
+    proto = model.proto
+    variables = proto.variables
+    first = len(variables)
+    for upper in uppers:
+        variables.add().domain.extend((0, upper))
+    return [cp_model.IntVar(proto, index) for index in range(first, first + len(uppers))]
+
+
+def add_sum_equal(
+    model: cp_model.CpModel, variables: Sequence[cp_model.IntVar], total: int
+) -> None:
+    """``Σ variables == total`` as one linear constraint (plain variables only)."""
+    indices = [var.index for var in variables]
+    if any(i < 0 for i in indices):
+        raise ValueError("add_sum_equal takes plain variables, not negated literals")
+    linear = model.proto.constraints.add().linear
+    linear.vars.extend(indices)
+    linear.coeffs.extend([1] * len(indices))
+    linear.domain.extend((total, total))

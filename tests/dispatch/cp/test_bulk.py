@@ -1,0 +1,35 @@
+import pytest
+from ortools.sat.python import cp_model
+
+from service.dispatch.cp.bulk import add_sum_equal, new_int_vars
+
+
+def test_bulk_variables_are_the_builders_variables_without_names():
+    model, reference = cp_model.CpModel(), cp_model.CpModel()
+    model.new_int_var(0, 5, "before")
+    reference.new_int_var(0, 5, "before")
+    xs = new_int_vars(model, [3, 1, 7])
+    ys = [reference.new_int_var(0, upper, "") for upper in (3, 1, 7)]
+    assert [x.index for x in xs] == [y.index for y in ys] == [1, 2, 3]
+    assert str(model.proto) == str(reference.proto)
+    assert new_int_vars(model, []) == []
+
+
+def test_bulk_sum_is_the_builders_linear_constraint_and_holds_in_a_solve():
+    model, reference = cp_model.CpModel(), cp_model.CpModel()
+    xs = new_int_vars(model, [2, 2, 2])
+    ys = new_int_vars(reference, [2, 2, 2])
+    add_sum_equal(model, xs, 5)
+    reference.add(sum(ys) == 5)
+    assert str(model.proto) == str(reference.proto)
+    model.maximize(xs[0] - xs[1])
+    solver = cp_model.CpSolver()
+    assert solver.solve(model) == cp_model.OPTIMAL
+    assert [solver.value(x) for x in xs] == [2, 1, 2]
+
+
+def test_bulk_sum_refuses_negated_literals():
+    model = cp_model.CpModel()
+    b = model.new_bool_var("")
+    with pytest.raises(ValueError, match="negated"):
+        add_sum_equal(model, [~b], 1)
