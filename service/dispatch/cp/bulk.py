@@ -5,8 +5,10 @@ CP-SAT's Python builders cost a few microseconds per call: ``new_int_var`` build
 term. PCP3 creates one ``x[i,n]`` per job and host node, about 17,000 a call on CTC's 338
 nodes against a 0.2 s deadline: a profile of that replay showed a quarter of its time in
 ``new_int_var`` alone. Writing the proto's repeated fields directly does the same work
-in fewer Python calls; the variables are then wrapped by index, as CP-SAT's own
-builders return them.
+in fewer Python calls; the variables are then wrapped by index, as
+``CpModel.get_int_var_from_proto_index`` does. That needs OR-Tools' pybind model
+(``IntVar(proto, index)``): 9.15 is what this is tested on and the floor in
+``pyproject.toml``; earlier releases' Python-side models keep their own variable list.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def new_int_vars(model: cp_model.CpModel, uppers: Sequence[int]) -> list[cp_mode
 def add_sum_equal(
     model: cp_model.CpModel, variables: Sequence[cp_model.IntVar], total: int
 ) -> None:
-    """``Σ variables == total`` as one linear constraint (plain variables only)."""
+    """``Σ variables == total`` as one linear constraint (distinct plain variables: unlike
+    the builders, a repeated variable is not merged into one term)."""
     indices = [var.index for var in variables]
     if any(i < 0 for i in indices):
         raise ValueError("add_sum_equal takes plain variables, not negated literals")

@@ -48,6 +48,9 @@ from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
 
+_Demand = tuple[cp_model.IntervalVar, cp_model.LinearExprT]
+"""An interval and its demand on one (node, type) pair: a cumulative's item."""
+
 
 @dataclass(frozen=True, slots=True)
 class NodeModel:
@@ -85,8 +88,7 @@ def build_node_model(
     runs: list[cp_model.IntervalVar] = []
     units: list[tuple[tuple[int, cp_model.IntVar], ...]] = []
     # (node, type) → intervals and demands; only (node, type) pairs some job can use.
-    usage: defaultdict[tuple[int, int], list[tuple[cp_model.IntervalVar, cp_model.LinearExprT]]]
-    usage = defaultdict(list)
+    usage: defaultdict[tuple[int, int], list[_Demand]] = defaultdict(list)
     peak: defaultdict[tuple[int, int], int] = defaultdict(int)  # the most usage can demand
     intervals = 0
     for j, job_hosts in zip(prepared.jobs, hosts, strict=True):

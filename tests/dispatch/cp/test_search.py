@@ -73,7 +73,7 @@ class FakeSolver:
 
     @property
     def response_proto(self):
-        # Every variable's value is the objective (the loop reads them by index).
+        # The loop's one variable (index 0) takes the objective's value.
         return SimpleNamespace(solution=[int(self.objective_value)])
 
 
