@@ -4,7 +4,7 @@
 
 Each predictor first observes the trace's first 100,000 jobs, then predicts the next
 10,000 one by one (p50 and p99 of the per-call time). AdaBoost's retrain is timed on a
-history of 10,000 and of 100,000 jobs (its training window keeps the newest 20,000),
+history of 10,000 and of 100,000 jobs (its training window keeps the newest 40,000),
 in wall-clock and in CPU seconds (the CPU figure is the one to compare on a shared
 machine).
 """
