@@ -29,9 +29,9 @@ with the column set, so differences of 1-2% between feature sets are noise.
 * Defaults (``DEFAULT_FEATURES`` = ``HISTORY_FEATURES``, ``absolute_error`` trees, depth
   8, at least 20 rows a leaf, 10 trees, learning rate 0.1, a 40,000-row window with
   recency weights of half-life 5,000 rows, a refit every 1,000 jobs): KTH 0.767, CTC
-  0.915, HPC2N **0.786**, MetaCentrum **0.703**; under-rates 0.52, 0.51, 0.53 and 0.64;
-  Curie not yet measured with them (0.871 before). Replays took 75 s, 449 s, 1,357 s
-  and 541 s (two at a time on the two cores). Cost (``bench/predictor_cost.py``, HPC2N,
+  0.915, HPC2N **0.786**, Curie 0.863, MetaCentrum **0.703**; under-rates 0.52, 0.51,
+  0.53, 0.49 and 0.64. Replays took 75 s, 449 s, 1,357 s, 2,014 s and 541 s (two at a
+  time on the two cores). Cost (``bench/predictor_cost.py``, HPC2N,
   100,000 jobs observed): a prediction 12.6 µs (p50), 25 µs (p99); a refit 1.8 s CPU on
   a 10,000-job history, 7.3 s on the 40,000-row window. **Chosen by screening on
   HPC2N** (the recency item below), then measured on all five with this one setting:
