@@ -17,11 +17,11 @@ from ortools.sat.python import cp_model
 
 from service.dispatch.cp.allocate import allocate_now
 from service.dispatch.cp.budget import Budget
+from service.dispatch.cp.bulk import add_strategy
 from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import candidate_plans, plan_objective
 from service.dispatch.cp.guard import Guard
 from service.dispatch.cp.prepare import Prepared
-from service.dispatch.cp.search import add_strategy
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start
 

@@ -36,10 +36,10 @@ from math import gcd
 
 from ortools.sat.python import cp_model
 
+from service.dispatch.cp.bulk import add_strategy
 from service.dispatch.cp.pcp3 import _break_symmetry
 from service.dispatch.cp.pcp3_greedy import Hosts, node_capacities, unit_demand
 from service.dispatch.cp.prepare import Prepared, to_units
-from service.dispatch.cp.search import add_strategy
 from service.dispatch.durations import Durations, remaining
 from service.dispatch.problem import Snapshot
 

@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.cp.budget import Budget, TooLarge
-from service.dispatch.cp.bulk import add_sum_equal, new_int_vars
+from service.dispatch.cp.bulk import add_strategy, add_sum_equal, new_int_vars
 from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
@@ -43,7 +43,7 @@ from service.dispatch.cp.pcp3_greedy import (
     unit_demand,
 )
 from service.dispatch.cp.prepare import ModelConfig, Prepared
-from service.dispatch.cp.search import Clock, SearchConfig, add_strategy
+from service.dispatch.cp.search import Clock, SearchConfig
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Snapshot, Start

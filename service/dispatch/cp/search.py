@@ -22,15 +22,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
 from cpsched.errors import ConfigError
 from service.dispatch.dispatcher import Dispatcher
-
-if TYPE_CHECKING:  # only for annotations: older OR-Tools do not export it there
-    from ortools.sat.python.cp_model_helper import DecisionStrategyProto
 
 Clock = Callable[[], float]
 """Seconds on a monotonic scale; ``time.perf_counter`` unless a test injects another."""
@@ -283,25 +279,3 @@ def _set_hint(model: cp_model.CpModel, indices: Sequence[int], values: Sequence[
     hint.values.extend(
         [int(v) if i >= 0 else int(not v) for i, v in zip(indices, values, strict=True)]
     )
-
-
-def add_strategy(
-    model: cp_model.CpModel,
-    variables: Sequence[cp_model.IntVar],
-    variable_selection: DecisionStrategyProto.VariableSelectionStrategy,
-    value_selection: DecisionStrategyProto.DomainReductionStrategy,
-) -> None:
-    """``model.add_decision_strategy`` in bulk: the strategy's variables by index
-    (plain variables only: negated literals have no index of their own).
-
-    ``add_decision_strategy`` builds one linear expression per variable in Python, about
-    14 µs each; PCP3's allocation strategy on CTC's 338 nodes lists ~17,000 variables a
-    call, 12% of that replay's time in a profile. The proto's ``variables`` field takes
-    plain variables by index and CP-SAT follows it the same way (tested)."""
-    indices = [var.index for var in variables]
-    if any(i < 0 for i in indices):
-        raise ValueError("add_strategy takes plain variables, not negated literals")
-    strategy = model.proto.search_strategy.add()
-    strategy.variables.extend(indices)
-    strategy.variable_selection_strategy = variable_selection
-    strategy.domain_reduction_strategy = value_selection

@@ -12,6 +12,7 @@ import service.dispatch.cp.search as search
 from cpsched.errors import ConfigError
 from service.dispatch import make_dispatcher
 from service.dispatch.cp import SearchConfig
+from service.dispatch.cp.bulk import add_strategy
 from service.dispatch.cp.search import solve_with_restarts
 from tests.dispatch.cp._util import DETERMINISTIC, decide, hcp3, started, without_timings
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
@@ -242,7 +243,7 @@ def test_a_bulk_strategy_is_followed_as_add_decision_strategy_is():
         xs = [model.new_int_var(0, 2, "") for _ in range(5)]
         model.add(sum(xs) <= 7)
         if bulk:
-            search.add_strategy(model, xs, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+            add_strategy(model, xs, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         else:
             model.add_decision_strategy(xs, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         solver = cp_model.CpSolver()
