@@ -44,7 +44,8 @@ class Formulation:
     from a greedy plan, in the variables' order), its size, and the model's own data."""
 
     model: cp_model.CpModel
-    variables: Sequence[cp_model.IntVar]
+    indices: Sequence[int]
+    """The decision variables' proto indices (``bulk.indices_of``)."""
     hint: list[int]
     hint_name: str
     """Which greedy plan the hint is (``cheapest(hint_costs)``)."""
@@ -185,7 +186,7 @@ class CPDispatcher:
             raise OutOfTime("solve")
         outcome = solve_with_restarts(
             formulation.model,
-            formulation.variables,
+            formulation.indices,
             formulation.hint,
             self.search,
             budget.clock,

@@ -17,7 +17,7 @@ from ortools.sat.python import cp_model
 
 from service.dispatch.cp.allocate import allocate_now
 from service.dispatch.cp.budget import Budget
-from service.dispatch.cp.bulk import add_strategy
+from service.dispatch.cp.bulk import add_strategy, indices_of
 from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import candidate_plans, plan_objective
 from service.dispatch.cp.guard import Guard
@@ -68,7 +68,7 @@ def build_pooled_model(prepared: Prepared) -> PooledModel:
             last[shape] = start
     # The first descent is the greedy priority order: among the jobs that can start
     # earliest, the one listed first (highest priority) is fixed to its earliest start.
-    add_strategy(model, starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    add_strategy(model, indices_of(starts), cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
     proto = model.proto
     return PooledModel(
         model=model,
@@ -103,7 +103,7 @@ class HCP3Dispatcher(CPDispatcher):
         pooled = build_pooled_model(prepared)
         return Formulation(
             model=pooled.model,
-            variables=pooled.starts,
+            indices=indices_of(pooled.starts),
             hint=[plans[chosen][j.job.id] for j in prepared.jobs],
             size=(pooled.variables, pooled.constraints, pooled.intervals),
             hint_name=chosen,

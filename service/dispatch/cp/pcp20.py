@@ -19,6 +19,7 @@ from typing import Any
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.cp.budget import Budget, TooLarge
+from service.dispatch.cp.bulk import indices_of
 from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
@@ -135,7 +136,7 @@ class PCP20Dispatcher(CPDispatcher):
         )
         return Formulation(
             model=built.model,
-            variables=built.decision_variables(),
+            indices=indices_of(built.decision_variables()),
             hint=built.hint_values(prepared, placed[chosen]),
             size=(built.variables, built.constraints, built.intervals),
             hint_name=chosen,

@@ -36,7 +36,7 @@ from math import gcd
 
 from ortools.sat.python import cp_model
 
-from service.dispatch.cp.bulk import add_strategy
+from service.dispatch.cp.bulk import add_strategy, indices_of
 from service.dispatch.cp.pcp3 import _break_symmetry
 from service.dispatch.cp.pcp3_greedy import Hosts, node_capacities, unit_demand
 from service.dispatch.cp.prepare import Prepared, to_units
@@ -220,7 +220,7 @@ def build_position_model(
             model.add_no_overlap_2d(xs[k], ys[k])
     model.minimize(sum(j.weight * s for j, s in zip(prepared.jobs, starts, strict=True)))
     _break_symmetry(model, prepared, starts)
-    add_strategy(model, starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    add_strategy(model, indices_of(starts), cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
     proto = model.proto
     return PositionModel(
         model,

@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 
 from service.dispatch.allocators import Allocator
 from service.dispatch.cp.budget import Budget, TooLarge
-from service.dispatch.cp.bulk import add_strategy, add_sum_equal, new_int_vars
+from service.dispatch.cp.bulk import add_strategy, add_sum_equal, indices_of, new_int_vars
 from service.dispatch.cp.flow import CPDispatcher, Formulation, cheapest
 from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.guard import Guard
@@ -59,13 +59,18 @@ class NodeModel:
     """Start variables (units from ``t``), aligned with ``Prepared.jobs``."""
     units: tuple[tuple[tuple[int, cp_model.IntVar], ...], ...]
     """Per job, ``(node, x[i,n])`` for each host node."""
+    unit_indices: tuple[range, ...]
+    """Per job, the proto indices of its ``x[i,n]`` (consecutive, as ``units``)."""
     variables: int
     constraints: int
     intervals: int
 
-    def decision_variables(self) -> list[cp_model.IntVar]:
+    def decision_indices(self) -> list[int]:
         """Starts, then every ``x[i,n]`` job by job: the order of hints and values."""
-        return [*self.starts, *(x for xs in self.units for _, x in xs)]
+        indices = indices_of(self.starts)
+        for xs in self.unit_indices:
+            indices.extend(xs)
+        return indices
 
 
 def build_node_model(
@@ -87,6 +92,7 @@ def build_node_model(
     starts: list[cp_model.IntVar] = []
     runs: list[cp_model.IntervalVar] = []
     units: list[tuple[tuple[int, cp_model.IntVar], ...]] = []
+    unit_indices: list[range] = []
     # (node, type) → intervals and demands; only (node, type) pairs some job can use.
     usage: defaultdict[tuple[int, int], list[_Demand]] = defaultdict(list)
     peak: defaultdict[tuple[int, int], int] = defaultdict(int)  # the most usage can demand
@@ -113,7 +119,9 @@ def build_node_model(
             for k, a in demanded:
                 usage[n, k].append((iv, x * a))
                 peak[n, k] += m * a
-        add_sum_equal(model, x_vars, j.job.units)
+        first = x_vars[0].index  # a hostable job has a host
+        unit_indices.append(range(first, first + len(x_vars)))
+        add_sum_equal(model, unit_indices[-1], j.job.units)
         units.append(tuple(xs))
     held: dict[int, cp_model.IntervalVar] = {}
     for (n, length), demand in sorted(node_loads(snapshot, durations, prepared).items()):
@@ -143,12 +151,19 @@ def build_node_model(
     order_groups(model, units, node_groups)
     # First descent as the papers': earliest-startable, highest-priority job first, then
     # its allocation, most units on the first nodes (consolidation).
-    add_strategy(model, starts, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
-    xs_all = [x for xs in units for _, x in xs]
+    start_indices = indices_of(starts)
+    add_strategy(model, start_indices, cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    xs_all = [i for xs in unit_indices for i in xs]
     add_strategy(model, xs_all, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
     proto = model.proto
     return NodeModel(
-        model, tuple(starts), tuple(units), len(proto.variables), len(proto.constraints), intervals
+        model,
+        tuple(starts),
+        tuple(units),
+        tuple(unit_indices),
+        len(proto.variables),
+        len(proto.constraints),
+        intervals,
     )
 
 
@@ -246,8 +261,8 @@ class PCP3Dispatcher(CPDispatcher):
         )
         return Formulation(
             model=built.model,
-            variables=built.decision_variables(),
-            hint=hint.values(prepared, hosts),  # in decision_variables() order
+            indices=built.decision_indices(),
+            hint=hint.values(prepared, hosts),  # in decision_indices() order
             size=(built.variables, built.constraints, built.intervals),
             hint_name=chosen,
             hint_costs=costs,
@@ -265,13 +280,12 @@ class PCP3Dispatcher(CPDispatcher):
     ) -> tuple[list[Start], dict[str, int], tuple[str, ...]]:
         count = len(prepared.jobs)
         plan = {j.job.id: v for j, v in zip(prepared.jobs, values[:count], strict=True)}
-        x_values = iter(values[count:])
-        allocations = [
-            nonzero((n, next(x_values)) for n, _ in xs) for xs in formulation.payload.units
-        ]
-        starts = [
-            Start(j.job.id, a)
-            for j, a in zip(prepared.jobs, allocations, strict=True)
-            if plan[j.job.id] == 0
-        ]
+        starts = []
+        offset = count  # x[i,n] follow the starts, job by job
+        for j, xs in zip(prepared.jobs, formulation.payload.units, strict=True):
+            if plan[j.job.id] == 0:  # only jobs starting now need their allocation read
+                units = values[offset : offset + len(xs)]
+                allocation = nonzero((n, u) for (n, _), u in zip(xs, units, strict=True))
+                starts.append(Start(j.job.id, allocation))
+            offset += len(xs)
         return starts, plan, ()

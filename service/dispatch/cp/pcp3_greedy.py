@@ -133,7 +133,7 @@ class _Machine:
         self.ends: list[int] = [0]
         self.pool = StepProfile([sum(cap[k] for cap in caps) for k in range(width)])
         for (node, length), demand in loads.items():
-            self.add(node, 0, length, demand)
+            self.add(0, length, ((node, demand),))
 
     def _split(self, node: int, at: int) -> int:
         cuts = self.cuts[node]
@@ -144,12 +144,18 @@ class _Machine:
             self.used[node].insert(k, list(self.used[node][k - 1]))
         return k
 
-    def add(self, node: int, start: int, length: int, demand: Sequence[int]) -> None:
-        first, last = self._split(node, start), self._split(node, start + length)
-        for row in self.used[node][first:last]:
+    def add(self, start: int, length: int, usage: Iterable[tuple[int, Sequence[int]]]) -> None:
+        """Use ``demand`` on each ``(node, demand)`` of ``usage`` on ``[start, start + length)``
+        (one job's units: the pool and the end times are updated once, not per node)."""
+        total = [0] * len(self.pool.capacity)
+        for node, demand in usage:
+            first, last = self._split(node, start), self._split(node, start + length)
+            for row in self.used[node][first:last]:
+                for k, a in enumerate(demand):
+                    row[k] += a
             for k, a in enumerate(demand):
-                row[k] += a
-        self.pool.add(start, length, demand)
+                total[k] += a
+        self.pool.add(start, length, total)
         end = start + length
         i = bisect_left(self.ends, end)
         if i == len(self.ends) or self.ends[i] != end:
@@ -253,8 +259,9 @@ def node_plan(
     def place(mj: ModelJob, ureq: Sequence[int], start: int, allocation: Allocation) -> None:
         plan.starts[mj.job.id] = start
         plan.units[mj.job.id] = dict(allocation)
-        for node, units in allocation:
-            machine.add(node, start, mj.length, [units * a for a in ureq])
+        machine.add(
+            start, mj.length, [(node, [units * a for a in ureq]) for node, units in allocation]
+        )
 
     def greedy(mj: ModelJob) -> None:
         tick()

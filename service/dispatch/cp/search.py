@@ -164,7 +164,7 @@ class SearchOutcome:
 
 def solve_with_restarts(
     model: cp_model.CpModel,
-    variables: Sequence[cp_model.IntVar],
+    indices: Sequence[int],
     hint: Sequence[int] | None,
     config: SearchConfig,
     clock: Clock,
@@ -173,6 +173,8 @@ def solve_with_restarts(
     keep: float = 0.0,
 ) -> SearchOutcome:
     """Run the restart loop on ``model``; ``began`` is ``clock()`` at the start of the call.
+    ``indices``: the decision variables' proto indices (``bulk.indices_of``), the order of
+    ``hint`` and of the outcome's values.
 
     ``incumbent``: the objective of ``hint`` when the hint is a complete solution of the
     model, which then counts as the best solution so far. ``keep``: seconds kept back
@@ -183,7 +185,6 @@ def solve_with_restarts(
     limit = config.initial_limit
     runs = stale = 0
     proven = False
-    indices = [var.index for var in variables]
     if hint is not None:
         _set_hint(model, indices, hint)
         if incumbent is not None:

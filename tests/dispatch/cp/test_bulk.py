@@ -1,7 +1,7 @@
 import pytest
 from ortools.sat.python import cp_model
 
-from service.dispatch.cp.bulk import add_sum_equal, new_int_vars
+from service.dispatch.cp.bulk import add_sum_equal, indices_of, new_int_vars
 
 
 def test_bulk_variables_are_the_builders_variables_without_names():
@@ -15,11 +15,23 @@ def test_bulk_variables_are_the_builders_variables_without_names():
     assert new_int_vars(model, []) == []
 
 
+def test_long_runs_of_one_upper_bound_come_out_in_order():
+    # Runs are copied from cached blocks of 2^j variables: 300 = 256 + 32 + 8 + 4.
+    uppers = [1] * 300 + [2] * 5 + [1] * 3
+    model, reference = cp_model.CpModel(), cp_model.CpModel()
+    xs = new_int_vars(model, uppers)
+    ys = [reference.new_int_var(0, upper, "") for upper in uppers]
+    assert [x.index for x in xs] == [y.index for y in ys] == list(range(308))
+    assert str(model.proto) == str(reference.proto)
+    assert len(new_int_vars(model, [1] * 300)) == 300  # the cached blocks are unchanged
+    assert len(model.proto.variables) == 608 and not model.proto.constraints
+
+
 def test_bulk_sum_is_the_builders_linear_constraint_and_holds_in_a_solve():
     model, reference = cp_model.CpModel(), cp_model.CpModel()
     xs = new_int_vars(model, [2, 2, 2])
     ys = new_int_vars(reference, [2, 2, 2])
-    add_sum_equal(model, xs, 5)
+    add_sum_equal(model, indices_of(xs), 5)
     reference.add(sum(ys) == 5)
     assert str(model.proto) == str(reference.proto)
     model.maximize(xs[0] - xs[1])
@@ -28,8 +40,9 @@ def test_bulk_sum_is_the_builders_linear_constraint_and_holds_in_a_solve():
     assert [solver.value(x) for x in xs] == [2, 1, 2]
 
 
-def test_bulk_sum_refuses_negated_literals():
+def test_proto_indices_refuse_negated_literals():
     model = cp_model.CpModel()
     b = model.new_bool_var("")
+    assert indices_of([b]) == [0]
     with pytest.raises(ValueError, match="negated"):
-        add_sum_equal(model, [~b], 1)
+        indices_of([b, ~b])

@@ -38,5 +38,4 @@ def test_earliest_places_each_job_as_a_scan_of_every_node_would(snap):
         ureq = unit_demand(mj, prepared)
         start, allocation = machine.earliest(mj, ureq, job_hosts)
         assert (start, allocation) == full_scan(machine, mj, ureq, job_hosts)
-        for node, units in allocation:
-            machine.add(node, start, mj.length, [units * a for a in ureq])
+        machine.add(start, mj.length, [(n, [u * a for a in ureq]) for n, u in allocation])

@@ -12,7 +12,7 @@ import service.dispatch.cp.search as search
 from cpsched.errors import ConfigError
 from service.dispatch import make_dispatcher
 from service.dispatch.cp import SearchConfig
-from service.dispatch.cp.bulk import add_strategy
+from service.dispatch.cp.bulk import add_strategy, indices_of
 from service.dispatch.cp.search import solve_with_restarts
 from tests.dispatch.cp._util import DETERMINISTIC, decide, hcp3, started, without_timings
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
@@ -90,7 +90,7 @@ def run_loop(monkeypatch, config, results, incumbent=None):
     monkeypatch.setattr(search, "_solver", fake_solver)
     model = cp_model.CpModel()
     x = model.new_int_var(0, 10, "x")
-    outcome = solve_with_restarts(model, [x], [3], config, clock, 0.0, incumbent=incumbent)
+    outcome = solve_with_restarts(model, [x.index], [3], config, clock, 0.0, incumbent=incumbent)
     return outcome, runs
 
 
@@ -182,7 +182,7 @@ def test_a_real_infeasible_model_stops_after_one_run():
     model = cp_model.CpModel()
     x = model.new_int_var(0, 3, "x")
     model.add(x >= 5)
-    outcome = solve_with_restarts(model, [x], [0], DETERMINISTIC, lambda: 0.0, 0.0)
+    outcome = solve_with_restarts(model, [x.index], [0], DETERMINISTIC, lambda: 0.0, 0.0)
     assert (outcome.status, outcome.runs, outcome.values) == ("infeasible", 1, None)
 
 
@@ -243,7 +243,7 @@ def test_a_bulk_strategy_is_followed_as_add_decision_strategy_is():
         xs = [model.new_int_var(0, 2, "") for _ in range(5)]
         model.add(sum(xs) <= 7)
         if bulk:
-            add_strategy(model, xs, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+            add_strategy(model, indices_of(xs), cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         else:
             model.add_decision_strategy(xs, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         solver = cp_model.CpSolver()
