@@ -5,8 +5,9 @@ CP-SAT's Python builders cost a few microseconds per call: ``new_int_var`` build
 term, ``add_decision_strategy`` builds one linear expression per variable (about 14 µs).
 PCP3 creates one ``x[i,n]`` per job and host node, about 17,000 a call on CTC's 338
 nodes against a 0.2 s deadline: a profile of that replay showed a quarter of its time in
-``new_int_var`` alone. Writing the proto's repeated fields directly does the same work
-in fewer Python calls; the variables are then wrapped by index, as
+``new_int_var`` alone. Writing the proto's repeated fields directly (or copying runs of
+like variables from cached blocks with ``merge_from``) does the same work in fewer
+Python calls; the variables are then wrapped by index, as
 ``CpModel.get_int_var_from_proto_index`` does. That needs OR-Tools' pybind model
 (``IntVar(proto, index)``): 9.15 is what this is tested on and the floor in
 ``pyproject.toml``; earlier releases' Python-side models keep their own variable list.
@@ -46,7 +47,8 @@ def new_int_vars(model: cp_model.CpModel, uppers: Sequence[int]) -> list[cp_mode
 @cache
 def _block(upper: int, size: int) -> cp_model.CpModel:
     """A model of ``size`` variables of domain ``[0, upper]`` and nothing else (so that
-    merging it adds only them); at most ~14 sizes per upper bound (5,544 hosts < 2^13)."""
+    merging it adds only them); at most 13 sizes per upper bound (2^0 … 2^12: 5,544 hosts
+    on Curie). Never modified after it is built: every later model copies from it."""
     block = cp_model.CpModel()
     variables = block.proto.variables
     for _ in range(size):

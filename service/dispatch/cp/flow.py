@@ -40,8 +40,9 @@ from service.dispatch.validate import decision_violations
 
 @dataclass(frozen=True, slots=True)
 class Formulation:
-    """A CP model ready to search: its decision variables, the hint (a complete solution
-    from a greedy plan, in the variables' order), its size, and the model's own data."""
+    """A CP model ready to search: its decision variables' proto indices, the hint (a
+    complete solution from a greedy plan, in their order), its size, and the model's own
+    data."""
 
     model: cp_model.CpModel
     indices: Sequence[int]

@@ -106,6 +106,7 @@ def build_node_model(
         runs.append(run)
         intervals += 1
         demanded = [(k, a) for k, a in enumerate(unit_demand(j, prepared)) if a]
+        first = len(model.proto.variables)  # new_int_vars' indices are consecutive
         x_vars = new_int_vars(model, [m for _, m in job_hosts])
         xs = [(n, x) for (n, _), x in zip(job_hosts, x_vars, strict=True)]
         for (n, m), x in zip(job_hosts, x_vars, strict=True):
@@ -119,7 +120,6 @@ def build_node_model(
             for k, a in demanded:
                 usage[n, k].append((iv, x * a))
                 peak[n, k] += m * a
-        first = x_vars[0].index  # a hostable job has a host
         unit_indices.append(range(first, first + len(x_vars)))
         add_sum_equal(model, unit_indices[-1], j.job.units)
         units.append(tuple(xs))

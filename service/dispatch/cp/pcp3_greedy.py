@@ -20,7 +20,8 @@ from service.dispatch.durations import Durations, remaining
 from service.dispatch.problem import Allocation, Snapshot
 
 Hosts = tuple[tuple[int, int], ...]
-"""A job's candidate nodes: ``(node, m[i,n])`` pairs, ``m[i,n] >= 1``."""
+"""A job's candidate nodes: ``(node, m[i,n])`` pairs, ``m[i,n] >= 1``, in ascending node
+order (``_Machine.earliest``'s early stop relies on it)."""
 
 
 def unit_demand(mj: ModelJob, prepared: Prepared) -> tuple[int, ...]:
@@ -200,7 +201,8 @@ class _Machine:
         # The least free amount a node holding a unit can have (best-fit's key): once
         # nodes at that floor, met in node order, hold the job, no later node can come
         # before them in ``_best_fit``'s order, so the scan stops. On one-core nodes every
-        # fitting node is at the floor: CTC's placements scanned 338 nodes, now `need`.
+        # fitting node is at the floor: CTC's placements scanned all 338 nodes, now only
+        # until `need` fitting ones are found.
         floor = float(sum(a for _, a in wanted))
         not_before = 0
         for start in list(self.ends):  # at the last end the machine is empty: always fits

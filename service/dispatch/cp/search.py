@@ -173,8 +173,9 @@ def solve_with_restarts(
     keep: float = 0.0,
 ) -> SearchOutcome:
     """Run the restart loop on ``model``; ``began`` is ``clock()`` at the start of the call.
-    ``indices``: the decision variables' proto indices (``bulk.indices_of``), the order of
-    ``hint`` and of the outcome's values.
+    ``indices``: the decision variables' proto indices (``bulk.indices_of``; ``-i-1``
+    stands for variable i negated, see ``_values``), the order of ``hint`` and of the
+    outcome's values.
 
     ``incumbent``: the objective of ``hint`` when the hint is a complete solution of the
     model, which then counts as the best solution so far. ``keep``: seconds kept back

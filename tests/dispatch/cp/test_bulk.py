@@ -23,8 +23,14 @@ def test_long_runs_of_one_upper_bound_come_out_in_order():
     ys = [reference.new_int_var(0, upper, "") for upper in uppers]
     assert [x.index for x in xs] == [y.index for y in ys] == list(range(308))
     assert str(model.proto) == str(reference.proto)
-    assert len(new_int_vars(model, [1] * 300)) == 300  # the cached blocks are unchanged
-    assert len(model.proto.variables) == 608 and not model.proto.constraints
+    assert len(model.proto.variables) == 308 and not model.proto.constraints
+    # The cached blocks are copied, not shared: changing one model leaves the next intact.
+    model.proto.variables[0].domain[1] = 9
+    again, fresh = cp_model.CpModel(), cp_model.CpModel()
+    new_int_vars(again, uppers)
+    for upper in uppers:
+        fresh.new_int_var(0, upper, "")
+    assert str(again.proto) == str(fresh.proto)
 
 
 def test_bulk_sum_is_the_builders_linear_constraint_and_holds_in_a_solve():

@@ -77,6 +77,8 @@ def test_the_greedy_node_plans_are_solutions_of_the_model():
     assert len(plans) == 3
     for plan in plans.values():
         built = build_node_model(snap, durations, prepared, hosts)
+        for xs, indices in zip(built.units, built.unit_indices, strict=True):
+            assert [x.index for _, x in xs] == list(indices)  # the search reads by index
         for j, start, xs in zip(prepared.jobs, built.starts, built.units, strict=True):
             built.model.add(start == plan.starts[j.job.id])
             for n, x in xs:
