@@ -75,6 +75,14 @@ ReuseOpt = Annotated[
     bool,
     typer.Option(help="CP dispatchers: offer the previous call's plan order as a hint."),
 ]
+SearchCapOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="PCP3: above this many x[i,n] variables, answer with the greedy node plan "
+        "without building or searching the model (default: always search).",
+    ),
+]
 DeterministicOpt = Annotated[
     bool,
     typer.Option(help="CP dispatchers: limit searches by solver work, not wall time."),
@@ -132,6 +140,7 @@ def replay(
     cp_deterministic: DeterministicOpt = False,
     cp_reserve_after: ReserveAfterOpt = 0,
     cp_reuse: ReuseOpt = False,
+    cp_search_cap: SearchCapOpt = None,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,
@@ -176,6 +185,7 @@ def replay(
         cp_deterministic=cp_deterministic,
         cp_reserve_after=cp_reserve_after,
         cp_reuse=cp_reuse,
+        cp_search_cap=cp_search_cap,
         jobs=jobs,
         warmup_fraction=warmup,
         validate=validate,

@@ -122,6 +122,8 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
             search = replace(search, num_workers=int(value))
         elif key == "reuse" and value == "on":
             search = replace(search, reuse=True)
+        elif key == "searchcap" and value.isdigit() and int(value) >= 1 and name == "pcp3":
+            search = replace(search, search_size_cap=int(value))
         elif key == "merge" and value == "off" and name == "pcp20":
             merge = False
         elif key == "nodesym" and value == "on" and name == "pcp3":
@@ -138,7 +140,7 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
 
 VARIANTS = (
     "unit=<seconds>, presolve=cpsat|bounded, workers=<n>, reuse=on (consecutive instances), "
-    "(pcp20) merge=off or (pcp3) nodesym=on"
+    "(pcp20) merge=off or (pcp3) nodesym=on, searchcap=<x[i,n] variables>"
 )
 
 

@@ -50,6 +50,9 @@ class ReplaySettings:
     """Seconds of waiting after which a CP dispatcher reserves for a job (0: never)."""
     cp_reuse: bool = False
     """Offer the previous call's plan order as a CP hint (``SearchConfig.reuse``)."""
+    cp_search_cap: int | None = None
+    """PCP3: answer with the greedy plan, unsearched, above this many x[i,n]
+    (``SearchConfig.search_size_cap``)."""
     jobs: int | None = None
     warmup_fraction: float = 0.01
     validate: bool = False
@@ -88,6 +91,7 @@ def cp_search(settings: ReplaySettings) -> SearchConfig | None:
         deadline=settings.cp_deadline,
         deterministic=settings.cp_deterministic,
         reuse=settings.cp_reuse,
+        search_size_cap=settings.cp_search_cap,
     )
 
 

@@ -18,11 +18,13 @@ def test_cp_options_become_search_and_model_settings():
         cp_deterministic=True,
         cp_reserve_after=3600,
         cp_reuse=True,
+        cp_search_cap=20_000,
     )
     search, model = cp_search(settings), cp_model(settings)
     assert search is not None and model is not None
     assert (search.deadline, search.initial_limit, search.max_limit) == (0.5, 0.05, 0.8)
     assert (search.patience, search.deterministic, search.reuse) == (3, True, True)
+    assert search.search_size_cap == 20_000
     assert model.reserve_after == 3600
 
 

@@ -31,7 +31,13 @@ from service.dispatch.cp.prepare import (
     priorities,
     priority_order,
 )
-from service.dispatch.cp.search import Clock, SearchConfig, make_fallback, solve_with_restarts
+from service.dispatch.cp.search import (
+    Clock,
+    SearchConfig,
+    SearchOutcome,
+    make_fallback,
+    solve_with_restarts,
+)
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.durations import Durations
 from service.dispatch.problem import Decision, Diagnostics, Job, Snapshot, Start
@@ -44,7 +50,8 @@ class Formulation:
     complete solution from a greedy plan, in their order), its size, and the model's own
     data."""
 
-    model: cp_model.CpModel
+    model: cp_model.CpModel | None
+    """None: the dispatcher chose not to search (``search_size_cap``); the hint answers."""
     indices: Sequence[int]
     """The decision variables' proto indices (``bulk.indices_of``)."""
     hint: list[int]
@@ -55,6 +62,8 @@ class Formulation:
     size: tuple[int, int, int]
     """Variables, constraints, intervals."""
     payload: Any = None
+    skip_reason: str = ""
+    """Why ``model`` is None."""
 
     @property
     def hint_objective(self) -> int:
@@ -142,6 +151,38 @@ class CPDispatcher:
             self.previous_planned = dict(decision.planned or {})
         return decision
 
+    def _search(
+        self,
+        model: cp_model.CpModel,
+        formulation: Formulation,
+        prepared: Prepared,
+        budget: Budget,
+    ) -> SearchOutcome:
+        budget.check("solve")
+        # CP-SAT copies, expands and presolves the model before it looks at its time limit
+        # often; on Curie-sized PCP'20 models that took longer than building it (a 2 s
+        # call overran by 3 s). With less time left than the build took, do not start.
+        if budget.left() - budget.margin <= budget.last("build"):
+            raise OutOfTime("solve")
+        return solve_with_restarts(
+            model,
+            formulation.indices,
+            formulation.hint,
+            self.search,
+            budget.clock,
+            budget.began,
+            incumbent=formulation.hint_objective,
+            keep=min(
+                _KEEP_FACTOR
+                * max(
+                    self.after_solve_s,
+                    budget.last("fallback"),
+                    self._extract_estimate(_starting(formulation.hint, prepared)),
+                ),
+                self.search.deadline / 2,
+            ),
+        )
+
     def _extract_estimate(self, starting: int) -> float:
         """Seconds the extract phase is expected to take for ``starting`` jobs now."""
         return self.extract_fixed_s + self.extract_per_start_s * starting
@@ -179,30 +220,10 @@ class CPDispatcher:
         budget.check("formulate")
         formulation = self._formulate(snapshot, durations, prepared, context, heuristic, budget)
         budget.mark("build")
-        budget.check("solve")
-        # CP-SAT copies, expands and presolves the model before it looks at its time limit
-        # often; on Curie-sized PCP'20 models that took longer than building it (a 2 s
-        # call overran by 3 s). With less time left than the build took, do not start.
-        if budget.left() - budget.margin <= budget.last("build"):
-            raise OutOfTime("solve")
-        outcome = solve_with_restarts(
-            formulation.model,
-            formulation.indices,
-            formulation.hint,
-            self.search,
-            budget.clock,
-            budget.began,
-            incumbent=formulation.hint_objective,
-            keep=min(
-                _KEEP_FACTOR
-                * max(
-                    self.after_solve_s,
-                    budget.last("fallback"),
-                    self._extract_estimate(_starting(formulation.hint, prepared)),
-                ),
-                self.search.deadline / 2,
-            ),
-        )
+        if formulation.model is None:
+            outcome = _skipped(formulation)
+        else:
+            outcome = self._search(formulation.model, formulation, prepared, budget)
         budget.mark("solve")
         notes += (
             formulation.hint_note,
@@ -349,6 +370,13 @@ _KEEP_FACTOR = 2.0
 """Safety factor on the post-search time kept: on a loaded machine a phase's wall time
 varies by about that much from call to call (Curie, 25 calls at 2 s, two replays beside:
 extract + validate up to 375 ms of wall time, against under 200 ms of CPU)."""
+
+
+def _skipped(formulation: Formulation) -> SearchOutcome:
+    """The outcome of a search not run (``search_size_cap``): the hint, a complete
+    solution of the model the dispatcher did not build."""
+    stop = f"search skipped: {formulation.skip_reason}"
+    return SearchOutcome("skipped", tuple(formulation.hint), formulation.hint_objective, 0, stop)
 
 
 def _starting(values: Sequence[int], prepared: Prepared) -> int:

@@ -248,6 +248,17 @@ class PCP3Dispatcher(CPDispatcher):
             groups = interchangeable_nodes(caps, node_loads(snapshot, durations, prepared), hosts)
             hint = canonical(hint, groups)
         budget.mark("hint")
+        cap = self.search.search_size_cap
+        if cap is not None and counts > cap:
+            return Formulation(
+                model=None,
+                indices=(),
+                hint=hint.values(prepared, hosts),
+                size=(0, 0, 0),
+                hint_name=chosen,
+                hint_costs=costs,
+                skip_reason=f"{counts} x[i,n] variables, above search_size_cap {cap}",
+            )
         budget.check("build")
         built = build_node_model(
             snapshot,
@@ -281,11 +292,11 @@ class PCP3Dispatcher(CPDispatcher):
         count = len(prepared.jobs)
         plan = {j.job.id: v for j, v in zip(prepared.jobs, values[:count], strict=True)}
         starts = []
-        offset = count  # x[i,n] follow the starts, job by job
-        for j, xs in zip(prepared.jobs, formulation.payload.units, strict=True):
+        offset = count  # x[i,n] follow the starts, job by job, over each job's hosts
+        for j, job_hosts in zip(prepared.jobs, context, strict=True):
             if plan[j.job.id] == 0:  # only jobs starting now need their allocation read
-                units = values[offset : offset + len(xs)]
-                allocation = nonzero((n, u) for (n, _), u in zip(xs, units, strict=True))
+                units = values[offset : offset + len(job_hosts)]
+                allocation = nonzero((n, u) for (n, _), u in zip(job_hosts, units, strict=True))
                 starts.append(Start(j.job.id, allocation))
-            offset += len(xs)
+            offset += len(job_hosts)
         return starts, plan, ()

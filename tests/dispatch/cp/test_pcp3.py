@@ -1,5 +1,7 @@
 """PCP3: node-level CP decisions, against hand optima, HCP3's pooled relaxation and EASY."""
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
@@ -7,6 +9,7 @@ from ortools.sat.python import cp_model
 from service.dispatch import make_dispatcher
 from service.dispatch.allocators import BestFit
 from service.dispatch.cp import ModelConfig, SearchConfig
+from service.dispatch.cp.greedy import plan_objective
 from service.dispatch.cp.pcp3 import PCP3Dispatcher, build_node_model
 from tests.dispatch.cp._util import (
     DETERMINISTIC,
@@ -19,6 +22,7 @@ from tests.dispatch.cp._util import (
     prepared_of,
     small_instances,
     started,
+    without_timings,
 )
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
@@ -86,6 +90,25 @@ def test_the_greedy_node_plans_are_solutions_of_the_model():
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
         assert solver.solve(built.model) == cp_model.OPTIMAL
+
+
+def test_above_the_search_size_cap_the_best_greedy_plan_answers_unsearched():
+    snap, durations, prepared, hosts, plans = mixed_instance()
+    counts = sum(len(h) for h in hosts)
+    searched = pcp3(NO_GUARD).decide(snap, durations)
+    for cap in (1, counts - 1):
+        capped = decide(
+            snap, durations, pcp3(NO_GUARD, replace(DETERMINISTIC, search_size_cap=cap))
+        )
+        d = capped.diagnostics
+        assert d.solver_status == "skipped" and not d.fallback and d.model_variables == 0
+        assert f"{counts} x[i,n] variables, above search_size_cap {cap}" in " ".join(d.notes)
+        # The answer is the cheapest greedy node plan, a solution the search would improve.
+        best = min(plan_objective(prepared, p.starts) for p in plans.values())
+        assert objective(prepared, capped.planned) == best
+        assert objective(prepared, searched.planned) <= best
+    at_cap = pcp3(NO_GUARD, replace(DETERMINISTIC, search_size_cap=counts))
+    assert without_timings(at_cap.decide(snap, durations)) == without_timings(searched)
 
 
 def test_empty_queue_and_nothing_startable_give_an_empty_decision():

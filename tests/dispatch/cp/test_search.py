@@ -37,6 +37,7 @@ def busy_snapshot():
         {"deadline": 0.02},  # below the default margin
         {"num_workers": 0},
         {"random_seed": -1},
+        {"search_size_cap": 0},
     ],
 )
 def test_search_config_is_validated(kwargs):
