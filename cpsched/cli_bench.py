@@ -140,7 +140,7 @@ def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig
 
 VARIANTS = (
     "unit=<seconds>, presolve=cpsat|bounded, workers=<n>, reuse=on (consecutive instances), "
-    "(pcp20) merge=off or (pcp3) nodesym=on, searchcap=<x[i,n] variables>"
+    "(pcp20) merge=off, (pcp3) nodesym=on|searchcap=<x[i,n] variables>"
 )
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
-from cpsched.errors import TraceError, UnknownPolicyError
+from cpsched.errors import ConfigError, TraceError, UnknownPolicyError
 from predictor.correction import correction_policy
 from predictor.registry import PREDICTORS, make_predictor
 from replay.instances import InstanceWriter, RecordingDispatcher, dump_path
@@ -82,6 +82,11 @@ def cp_search(settings: ReplaySettings) -> SearchConfig | None:
     """The CP search settings, for CP dispatchers only (OR-Tools is not loaded otherwise)."""
     if settings.dispatcher not in CP_DISPATCHERS:
         return None
+    if settings.cp_search_cap is not None and settings.dispatcher != "pcp3":
+        raise ConfigError(
+            f"--cp-search-cap applies to pcp3 only (it caps PCP3's model size), not "
+            f"{settings.dispatcher}: drop it or use --dispatcher pcp3"
+        )
     from service.dispatch.cp import SearchConfig
 
     return SearchConfig(
@@ -189,6 +194,7 @@ def simulate(
                 "lead_s": correction.lead,
                 "cap_s": correction.cap,
             },
+            "cp": _cp_settings(settings),
             "jobs_limit": settings.jobs,
             "charge_decision_time": settings.charge_decision_time,
             "service": (
@@ -204,6 +210,21 @@ def simulate(
         }
     )
     return result
+
+
+def _cp_settings(settings: ReplaySettings) -> dict[str, object] | None:
+    """The CP options of the replay, for its summary (None for the heuristics)."""
+    if settings.dispatcher not in CP_DISPATCHERS:
+        return None
+    return {
+        "deadline_s": settings.cp_deadline,
+        "limit_s": settings.cp_limit,
+        "patience": settings.cp_patience,
+        "deterministic": settings.cp_deterministic,
+        "reserve_after_s": settings.cp_reserve_after or None,
+        "reuse": settings.cp_reuse,
+        "search_cap": settings.cp_search_cap,
+    }
 
 
 def run_replay(

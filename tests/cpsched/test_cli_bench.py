@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from cpsched.errors import ConfigError
 from tests.cpsched.test_cli import cpsched
 
 
@@ -48,7 +51,10 @@ def test_variants_set_the_search_and_model_options():
     dispatcher = variant("pcp20@workers=2@unit=60", "best-fit", SearchConfig(), ModelConfig())
     assert dispatcher.search.num_workers == 2  # type: ignore[attr-defined]
     assert dispatcher.model.time_unit == 60  # type: ignore[attr-defined]
-    pcp3 = variant("pcp3@nodesym=on", "best-fit", SearchConfig(), ModelConfig())
+    pcp3 = variant("pcp3@nodesym=on@searchcap=500", "best-fit", SearchConfig(), ModelConfig())
     assert pcp3.node_symmetry is True  # type: ignore[attr-defined]
+    assert pcp3.search.search_size_cap == 500  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="unknown variant"):
+        variant("pcp20@searchcap=500", "best-fit", SearchConfig(), ModelConfig())
     hcp3 = variant("hcp3@reuse=on", "best-fit", SearchConfig(), ModelConfig())
     assert hcp3.search.reuse is True  # type: ignore[attr-defined]

@@ -1,6 +1,8 @@
 """The flow every CP dispatcher shares (SPEC §4): one call's phases under its deadline.
 
 ``fallback → prepare → (trivial?) → formulate (hint, build) → solve → extract → validate``
+(a formulation without a model, ``search_size_cap``, skips the build and the solve: its
+hint is the answer)
 
 The fallback heuristic decides first, so there is always an answer; before each later
 phase the deadline is checked, and the fallback's decision is returned, marked with the
@@ -46,9 +48,9 @@ from service.dispatch.validate import decision_violations
 
 @dataclass(frozen=True, slots=True)
 class Formulation:
-    """A CP model ready to search: its decision variables' proto indices, the hint (a
-    complete solution from a greedy plan, in their order), its size, and the model's own
-    data."""
+    """A CP model ready to search (or none: the hint answers unsearched), its decision
+    variables' proto indices, the hint (a complete solution from a greedy plan, in their
+    order), its size, and the model's own data."""
 
     model: cp_model.CpModel | None
     """None: the dispatcher chose not to search (``search_size_cap``); the hint answers."""

@@ -190,7 +190,8 @@ class PCP3Dispatcher(CPDispatcher):
     ``x[i,n]`` variables (Σ host nodes over the window): on Curie (5,544 nodes) a window
     asks for up to 554,000 and re-solving Curie instances grew to 23 GB before the kernel
     killed it; Eurora-like windows need at most 6,400, CTC's 33,800. Above the cap the
-    call falls back at once (status ``too_large``)."""
+    call falls back at once (status ``too_large``). Below it, ``search.search_size_cap``
+    (opt-in) answers larger windows with the best greedy plan, unsearched (``skipped``)."""
 
     name = "pcp3"
     allocates_in_model = True
@@ -242,14 +243,9 @@ class PCP3Dispatcher(CPDispatcher):
         costs = {name: plan_objective(prepared, p.starts) for name, p in plans.items()}
         chosen = cheapest(costs)
         hint = plans[chosen]
-        groups: list[Group] = []
-        if self.node_symmetry:
-            caps = node_capacities(snapshot, prepared)
-            groups = interchangeable_nodes(caps, node_loads(snapshot, durations, prepared), hosts)
-            hint = canonical(hint, groups)
-        budget.mark("hint")
         cap = self.search.search_size_cap
         if cap is not None and counts > cap:
+            budget.mark("hint")
             return Formulation(
                 model=None,
                 indices=(),
@@ -259,6 +255,12 @@ class PCP3Dispatcher(CPDispatcher):
                 hint_costs=costs,
                 skip_reason=f"{counts} x[i,n] variables, above search_size_cap {cap}",
             )
+        groups: list[Group] = []
+        if self.node_symmetry:  # for the model's ordering constraints only
+            caps = node_capacities(snapshot, prepared)
+            groups = interchangeable_nodes(caps, node_loads(snapshot, durations, prepared), hosts)
+            hint = canonical(hint, groups)
+        budget.mark("hint")
         budget.check("build")
         built = build_node_model(
             snapshot,
