@@ -61,16 +61,11 @@ class NodeModel:
     """Per job, ``(node, x[i,n])`` for each host node."""
     unit_indices: tuple[range, ...]
     """Per job, the proto indices of its ``x[i,n]`` (consecutive, as ``units``)."""
+    decision_indices: list[int]
+    """Starts, then every ``x[i,n]`` job by job: the order of hints and values."""
     variables: int
     constraints: int
     intervals: int
-
-    def decision_indices(self) -> list[int]:
-        """Starts, then every ``x[i,n]`` job by job: the order of hints and values."""
-        indices = indices_of(self.starts)
-        for xs in self.unit_indices:
-            indices.extend(xs)
-        return indices
 
 
 def build_node_model(
@@ -161,6 +156,7 @@ def build_node_model(
         tuple(starts),
         tuple(units),
         tuple(unit_indices),
+        [*start_indices, *xs_all],
         len(proto.variables),
         len(proto.constraints),
         intervals,
@@ -274,8 +270,8 @@ class PCP3Dispatcher(CPDispatcher):
         )
         return Formulation(
             model=built.model,
-            indices=built.decision_indices(),
-            hint=hint.values(prepared, hosts),  # in decision_indices() order
+            indices=built.decision_indices,
+            hint=hint.values(prepared, hosts),  # in decision_indices order
             size=(built.variables, built.constraints, built.intervals),
             hint_name=chosen,
             hint_costs=costs,
