@@ -18,13 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from slurm_bridge import shadow
-from slurm_bridge.client import ServiceClient
-from slurm_bridge.config import BridgeSettings
-from slurm_bridge.factory import make_backend
-from slurm_bridge.loop import Bridge
-from slurm_bridge.runner import SubprocessRunner
-from slurm_bridge.snapshot import dispatch_request
+from cpsched.slurm_bridge import shadow
+from cpsched.slurm_bridge.client import ServiceClient
+from cpsched.slurm_bridge.config import BridgeSettings
+from cpsched.slurm_bridge.factory import make_backend
+from cpsched.slurm_bridge.loop import Bridge
+from cpsched.slurm_bridge.runner import SubprocessRunner
+from cpsched.slurm_bridge.snapshot import dispatch_request
 
 
 def sbatch(*options: str, script: str) -> str:

@@ -24,9 +24,9 @@ import httpx
 import psycopg
 from sqlalchemy import select
 
-from cpsched.local_service import LocalService, free_port, write_config
-from service.store.database import make_engine
-from service.store.models import FinishedJobRow
+from cpsched.cli.local_service import LocalService, free_port, write_config
+from cpsched.service.store.database import make_engine
+from cpsched.service.store.models import FinishedJobRow
 
 TOKEN = "crash-token"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}

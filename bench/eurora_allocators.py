@@ -27,13 +27,13 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from replay.generate import GeneratedJob, generate_jobs, write_trace
-from replay.generate_params import WorkloadParams
-from replay.metrics import job_metrics, summarise, warmup_count
-from replay.results import ReplayResult
-from replay.runner import ReplaySettings, simulate
-from replay.system import load_system
-from service.dispatch.allocators import ALLOCATORS
+from cpsched.core.allocators import ALLOCATORS
+from cpsched.replay.generate import GeneratedJob, generate_jobs, write_trace
+from cpsched.replay.generate_params import WorkloadParams
+from cpsched.replay.metrics import job_metrics, summarise, warmup_count
+from cpsched.replay.results import ReplayResult
+from cpsched.replay.runner import ReplaySettings, simulate
+from cpsched.replay.system import load_system
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM = REPO / "systems" / "eurora.toml"

@@ -20,7 +20,7 @@ from collections import Counter
 
 import numpy as np
 
-from service.dispatch import (
+from cpsched.core import (
     Allocation,
     Job,
     Node,
@@ -30,9 +30,9 @@ from service.dispatch import (
     make_dispatcher,
     make_snapshot,
 )
-from service.dispatch.capacity import FreeCapacity
-from service.dispatch.cp import SearchConfig, make_cp_dispatcher
-from service.dispatch.dispatcher import Dispatcher
+from cpsched.core.capacity import FreeCapacity
+from cpsched.core.cp import SearchConfig, make_cp_dispatcher
+from cpsched.core.dispatcher import Dispatcher
 
 RESOURCES = ("core", "mem", "gpu")
 NOW = 1_000_000

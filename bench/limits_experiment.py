@@ -36,8 +36,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from replay.metrics import summarise
-from replay.runner import ReplaySettings, simulate
+from cpsched.replay.metrics import summarise
+from cpsched.replay.runner import ReplaySettings, simulate
 
 RUNS = {
     "requested": {"limits": "requested", "correction": "off"},

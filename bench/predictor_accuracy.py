@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from predictor.accuracy import evaluate
-from predictor.adaboost import BASIC_FEATURES, DEFAULT_FEATURES, HISTORY_FEATURES
-from predictor.base import Predictor
-from predictor.registry import make_predictor
-from replay.runner import resolve_system
-from replay.swf import read_swf
+from cpsched.predictor.accuracy import evaluate
+from cpsched.predictor.adaboost import BASIC_FEATURES, DEFAULT_FEATURES, HISTORY_FEATURES
+from cpsched.predictor.base import Predictor
+from cpsched.predictor.registry import make_predictor
+from cpsched.replay.runner import resolve_system
+from cpsched.replay.swf import read_swf
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = {

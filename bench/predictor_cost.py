@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from predictor.adaboost import AdaBoost
-from predictor.base import FinishedJob
-from predictor.registry import make_predictor
-from replay.runner import resolve_system
-from replay.swf import read_swf
+from cpsched.predictor.adaboost import AdaBoost
+from cpsched.predictor.base import FinishedJob
+from cpsched.predictor.registry import make_predictor
+from cpsched.replay.runner import resolve_system
+from cpsched.replay.swf import read_swf
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO.parent / "shared/data/traces/HPC2N-2002-2.2-cln.swf.gz"

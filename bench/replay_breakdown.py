@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from predictor.registry import make_predictor
-from replay.outputs import write_outputs
-from replay.runner import resolve_system
-from replay.simulator import Simulator
-from replay.swf import read_swf
-from service.dispatch import make_dispatcher
+from cpsched.core import make_dispatcher
+from cpsched.predictor.registry import make_predictor
+from cpsched.replay.outputs import write_outputs
+from cpsched.replay.runner import resolve_system
+from cpsched.replay.simulator import Simulator
+from cpsched.replay.swf import read_swf
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from cpsched.local_service import local_service
+from cpsched.cli.local_service import local_service
 
 TOKEN = "local-token"
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}

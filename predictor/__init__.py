@@ -4,6 +4,6 @@ Build one by name with :func:`predictor.registry.make_predictor`. This package i
 nothing heavy: the dispatch core imports the correction policies from here.
 """
 
-from predictor.base import FinishedJob, Predictor
+from cpsched.predictor.base import FinishedJob, Predictor
 
 __all__ = ["FinishedJob", "Predictor"]

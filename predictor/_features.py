@@ -35,9 +35,9 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from predictor.base import FinishedJob
-from predictor.profile import JobProfile, name_stem
-from service.dispatch.problem import Job
+from cpsched.core.problem import Job
+from cpsched.predictor.base import FinishedJob
+from cpsched.predictor.profile import JobProfile, name_stem
 
 FEATURES: tuple[str, ...] = (
     "user", "cores", "mem", "time_limit", "queue", "name", "hour", "last_two",

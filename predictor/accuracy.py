@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from predictor.base import FinishedJob, Predictor
-from service.dispatch.problem import Job
+from cpsched.core.problem import Job
+from cpsched.predictor.base import FinishedJob, Predictor
 
 RATIO_QUANTILES = (0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 

@@ -112,12 +112,12 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from predictor._features import FEATURES, FeatureState
-from predictor._forest import Forest
-from predictor.base import FinishedJob, clamp
-from predictor.lasttwo import LastTwo
-from service.dispatch.problem import Job
+from cpsched.predictor._features import FEATURES, FeatureState
+from cpsched.predictor._forest import Forest
+from cpsched.predictor.base import FinishedJob, clamp
+from cpsched.predictor.lasttwo import LastTwo
 
 __all__ = ["BASIC_FEATURES", "DEFAULT_FEATURES", "FEATURES", "HISTORY_FEATURES", "AdaBoost"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from service.dispatch.problem import Job
+from cpsched.core.problem import Job
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from predictor.base import FinishedJob, clamp
-from service.dispatch.problem import Job
+from cpsched.core.problem import Job
+from cpsched.predictor.base import FinishedJob, clamp
 
 _Entry = tuple[int, int, int]
 """``(end, observation number, run time)``: ordered by recency, later observation wins ties."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from predictor.base import FinishedJob, clamp
-from service.dispatch.problem import Job
+from cpsched.predictor.base import FinishedJob, clamp
 
 
 class Oracle:

@@ -57,10 +57,10 @@ from collections.abc import Hashable
 from itertools import islice
 from typing import Literal, get_args
 
+from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from predictor.base import FinishedJob, clamp
-from predictor.lasttwo import LastTwo
-from service.dispatch.problem import Job
+from cpsched.predictor.base import FinishedJob, clamp
+from cpsched.predictor.lasttwo import LastTwo
 
 _TRAILING_COUNTER = re.compile(r"[0-9_.\-]+$")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
-from predictor.base import FinishedJob, Predictor
+from cpsched.predictor.base import FinishedJob, Predictor
 
 P = TypeVar("P", bound=Predictor)
 

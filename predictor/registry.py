@@ -7,12 +7,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cpsched.errors import ConfigError, UnknownPolicyError
-from predictor.adaboost import AdaBoost
-from predictor.base import Predictor
-from predictor.lasttwo import LastTwo
-from predictor.oracle import Oracle
-from predictor.profile import JobProfile
-from predictor.walltime import WallTime
+from cpsched.predictor.adaboost import AdaBoost
+from cpsched.predictor.base import Predictor
+from cpsched.predictor.lasttwo import LastTwo
+from cpsched.predictor.oracle import Oracle
+from cpsched.predictor.profile import JobProfile
+from cpsched.predictor.walltime import WallTime
 
 
 def _oracle(run_times: Mapping[str, int] | None = None) -> Oracle:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from predictor.base import FinishedJob
-from service.dispatch.problem import Job
+from cpsched.core.problem import Job
+from cpsched.predictor.base import FinishedJob
 
 
 class WallTime:

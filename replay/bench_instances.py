@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from replay.instances import Instance, open_instances
-from service.dispatch.dispatcher import Dispatcher
-from service.dispatch.problem import Decision
+from cpsched.core.dispatcher import Dispatcher
+from cpsched.core.problem import Decision
+from cpsched.replay.instances import Instance, open_instances
 
 _SEARCH = re.compile(r"^search: \d+ run\(s\), objective (-?\d+|None)")
 _HEURISTIC = re.compile(r"heuristic-seeded (-?\d+)")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
-from replay.compare_table import comparison_rows, to_markdown, write_csv
-from replay.outputs import atomic_target
-from replay.runner import ReplaySettings, run_replay
-from service.dispatch import make_dispatcher
+from cpsched.core import make_dispatcher
+from cpsched.replay.compare_table import comparison_rows, to_markdown, write_csv
+from cpsched.replay.outputs import atomic_target
+from cpsched.replay.runner import ReplaySettings, run_replay
 
 BASELINE = "easy"
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from replay.outputs import atomic_target
+from cpsched.replay.outputs import atomic_target
 
 DEFAULT_KEYS: tuple[str, ...] = (
     "mean_wait_s",

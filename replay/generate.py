@@ -32,11 +32,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cpsched.core.capacity import units_fitting
 from cpsched.errors import ConfigError
-from replay.generate_params import JobClass, Shape, WorkloadParams
-from replay.swf_sidecar import sidecar_path, write_sidecar
-from replay.system import System
-from service.dispatch.capacity import units_fitting
+from cpsched.replay.generate_params import JobClass, Shape, WorkloadParams
+from cpsched.replay.swf_sidecar import sidecar_path, write_sidecar
+from cpsched.replay.system import System
 
 DAY = 86400
 

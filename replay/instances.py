@@ -26,10 +26,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from cpsched.core.dispatcher import Dispatcher
+from cpsched.core.durations import Durations
+from cpsched.core.problem import Decision, Job, Node, RunningJob, Snapshot, make_snapshot
 from cpsched.errors import InputError
-from service.dispatch.dispatcher import Dispatcher
-from service.dispatch.durations import Durations
-from service.dispatch.problem import Decision, Job, Node, RunningJob, Snapshot, make_snapshot
 
 FORMAT = "cpsched-instances"
 VERSION = 1

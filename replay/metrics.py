@@ -23,7 +23,7 @@ from pathlib import PurePath
 
 import numpy as np
 
-from replay.results import JobRecords, ReplayResult
+from cpsched.replay.results import JobRecords, ReplayResult
 
 BOUND_S = 10
 """τ of the bounded slowdown."""

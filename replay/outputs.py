@@ -22,14 +22,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from replay.metrics import (
+from cpsched.replay.metrics import (
     LENGTH_CLASSES,
     TIMING_PREFIX,
     job_metrics,
     summarise,
     warmup_count,
 )
-from replay.results import ReplayResult
+from cpsched.replay.results import ReplayResult
 
 JOB_COLUMNS = (
     "job_id",
@@ -160,7 +160,7 @@ def write_outputs(
     del jobs
     write_parquet(dispatch_table(result), out / "dispatch.parquet")
     if plots:
-        from replay.plots import write_plots
+        from cpsched.replay.plots import write_plots
 
         write_plots(result, out, warmup_fraction)
     # The summary goes last: its presence tells a reader that the run's files are complete.

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from replay.metrics import job_metrics, warmup_count
-from replay.outputs import atomic_target
-from replay.results import ReplayResult, TimeSeries
+from cpsched.replay.metrics import job_metrics, warmup_count
+from cpsched.replay.outputs import atomic_target
+from cpsched.replay.results import ReplayResult, TimeSeries
 
 ECDF_POINTS = 4000
 TIME_BINS = 2500

@@ -14,9 +14,10 @@ from collections.abc import Mapping
 
 import httpx
 
+from cpsched.core import Decision, Diagnostics, Extension, Job, Snapshot, Start
 from cpsched.errors import CpschedError
-from predictor.base import FinishedJob
-from service.api.schemas import (
+from cpsched.predictor.base import FinishedJob
+from cpsched.wire.schemas import (
     DecisionOut,
     DispatchRequest,
     FinishedBatch,
@@ -25,7 +26,6 @@ from service.api.schemas import (
     NodeIn,
     RunningJobIn,
 )
-from service.dispatch import Decision, Diagnostics, Extension, Job, Snapshot, Start
 
 BATCH = 1000
 """Finished jobs per POST (the service takes up to 10,000)."""

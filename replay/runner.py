@@ -6,21 +6,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
+from cpsched.core import make_dispatcher
+from cpsched.core.registry import CP_DISPATCHERS
 from cpsched.errors import ConfigError, TraceError, UnknownPolicyError
-from predictor.correction import correction_policy
-from predictor.registry import PREDICTORS, make_predictor
-from replay.instances import InstanceWriter, RecordingDispatcher, dump_path
-from replay.outputs import write_outputs
-from replay.remote import RemoteScheduler
-from replay.results import ReplayResult
-from replay.simulator import Progress, Simulator, SimulatorOptions
-from replay.swf import read_header, read_swf
-from replay.system import System, load_system, system_from_header
-from service.dispatch import make_dispatcher
-from service.dispatch.registry import CP_DISPATCHERS
+from cpsched.predictor.correction import correction_policy
+from cpsched.predictor.registry import PREDICTORS, make_predictor
+from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
+from cpsched.replay.outputs import write_outputs
+from cpsched.replay.remote import RemoteScheduler
+from cpsched.replay.results import ReplayResult
+from cpsched.replay.simulator import Progress, Simulator, SimulatorOptions
+from cpsched.replay.swf import read_header, read_swf
+from cpsched.replay.system import System, load_system, system_from_header
 
 if TYPE_CHECKING:
-    from service.dispatch.cp import ModelConfig, SearchConfig
+    from cpsched.core.cp import ModelConfig, SearchConfig
 
 LimitPolicy = Literal["requested", "predicted"]
 LIMITS: tuple[str, ...] = get_args(LimitPolicy)
@@ -87,7 +87,7 @@ def cp_search(settings: ReplaySettings) -> SearchConfig | None:
             f"--cp-search-cap applies to pcp3 only (it caps PCP3's model size), not "
             f"{settings.dispatcher}: drop it or use --dispatcher pcp3"
         )
-    from service.dispatch.cp import SearchConfig
+    from cpsched.core.cp import SearchConfig
 
     return SearchConfig(
         initial_limit=settings.cp_limit,
@@ -104,7 +104,7 @@ def cp_model(settings: ReplaySettings) -> ModelConfig | None:
     """What goes into the CP models, for CP dispatchers only."""
     if settings.dispatcher not in CP_DISPATCHERS:
         return None
-    from service.dispatch.cp import ModelConfig
+    from cpsched.core.cp import ModelConfig
 
     return ModelConfig(reserve_after=settings.cp_reserve_after or None)
 

@@ -30,12 +30,7 @@ from typing import Literal
 
 import numpy as np
 
-from cpsched.errors import CpschedError
-from predictor.base import FinishedJob, Predictor
-from replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
-from replay.swf import TraceJob
-from replay.system import System
-from service.dispatch import (
+from cpsched.core import (
     Allocation,
     Decision,
     Dispatcher,
@@ -45,7 +40,12 @@ from service.dispatch import (
     check_decision,
     check_snapshot,
 )
-from service.dispatch.capacity import shift
+from cpsched.core.capacity import shift
+from cpsched.errors import CpschedError
+from cpsched.predictor.base import FinishedJob, Predictor
+from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
+from cpsched.replay.swf import TraceJob
+from cpsched.replay.system import System
 
 
 class ReplayStalledError(CpschedError):

@@ -47,11 +47,11 @@ from math import ceil, isfinite
 from pathlib import Path
 from typing import IO
 
+from cpsched.core.capacity import units_fitting
+from cpsched.core.problem import Job
 from cpsched.errors import ConfigError, TraceError
-from replay.swf_sidecar import UnitShape, read_sidecar, sidecar_path, unit_request
-from replay.system import System
-from service.dispatch.capacity import units_fitting
-from service.dispatch.problem import Job
+from cpsched.replay.swf_sidecar import UnitShape, read_sidecar, sidecar_path, unit_request
+from cpsched.replay.system import System
 
 RULES: dict[str, str] = {
     "malformed": "skip: not exactly 18 finite numeric fields, or a fractional job number",

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cpsched.core.problem import Node
 from cpsched.errors import ConfigError, TraceError
-from service.dispatch.problem import Node
 
 if TYPE_CHECKING:
-    from replay.swf import SwfHeader
+    from cpsched.replay.swf import SwfHeader
 
 _TOP_KEYS = ("name", "max_time_limit", "units", "nodes")
 _GROUP_KEYS = ("group", "count")

@@ -1,1 +1,1 @@
-"""The cpsched service and its dispatch core (``service.dispatch``)."""
+"""The cpsched service: the FastAPI daemon, its store, settings and orchestration."""

@@ -24,7 +24,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cpsched import __version__
 from cpsched.errors import ConfigError, InputError
-from service.api.schemas import (
+from cpsched.service.auth import authorise
+from cpsched.service.body_limit import BodyLimit
+from cpsched.service.cluster import build_dispatchers, build_predictor
+from cpsched.service.metrics import ServiceMetrics
+from cpsched.service.orchestrator import Orchestrator
+from cpsched.service.settings import ServiceSettings
+from cpsched.service.store import migrate
+from cpsched.service.store.database import make_engine, make_sessions
+from cpsched.wire.schemas import (
     AuditPageOut,
     DecisionOut,
     DispatchRequest,
@@ -33,14 +41,6 @@ from service.api.schemas import (
     FinishedBatch,
     JobInfoOut,
 )
-from service.auth import authorise
-from service.body_limit import BodyLimit
-from service.cluster import build_dispatchers, build_predictor
-from service.metrics import ServiceMetrics
-from service.orchestrator import Orchestrator
-from service.settings import ServiceSettings
-from service.store import migrate
-from service.store.database import make_engine, make_sessions
 
 log = logging.getLogger(__name__)
 

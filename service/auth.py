@@ -6,7 +6,7 @@ import hmac
 
 from fastapi import HTTPException, Request, status
 
-from service.settings import TokenConfig
+from cpsched.service.settings import TokenConfig
 
 
 def authorise(request: Request, tokens: list[TokenConfig], cluster: str) -> str:

@@ -13,15 +13,15 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from predictor.base import FinishedJob, Predictor
-from predictor.correction import correction_policy
-from predictor.registry import make_predictor
-from service.api.schemas import FinishedJobIn
-from service.convert import core_job
-from service.dispatch import Decision, Dispatcher, Job, Snapshot, make_dispatcher
-from service.dispatch.registry import CP_DISPATCHERS
-from service.settings import ClusterPolicy
-from service.store.history import Prediction
+from cpsched.core import Decision, Dispatcher, Job, Snapshot, make_dispatcher
+from cpsched.core.registry import CP_DISPATCHERS
+from cpsched.predictor.base import FinishedJob, Predictor
+from cpsched.predictor.correction import correction_policy
+from cpsched.predictor.registry import make_predictor
+from cpsched.service.convert import core_job
+from cpsched.service.settings import ClusterPolicy
+from cpsched.service.store.history import Prediction
+from cpsched.wire.schemas import FinishedJobIn
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def build_dispatchers(policy: ClusterPolicy) -> tuple[Dispatcher, Dispatcher]:
     )
     search = model = None
     if policy.dispatcher in CP_DISPATCHERS:
-        from service.dispatch.cp import ModelConfig, SearchConfig
+        from cpsched.core.cp import ModelConfig, SearchConfig
 
         # The solver's own deadline is kept inside the request's, leaving time to parse,
         # predict and commit the audit row.

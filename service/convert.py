@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cpsched.core import Decision, Job, Node, RunningJob, Snapshot, make_snapshot
+from cpsched.core.capacity import units_fitting
 from cpsched.errors import SnapshotError
-from service.api.schemas import (
+from cpsched.wire.schemas import (
     DecisionOut,
     DiagnosticsOut,
     ExtensionOut,
@@ -31,8 +33,6 @@ from service.api.schemas import (
     SnapshotIn,
     StartOut,
 )
-from service.dispatch import Decision, Job, Node, RunningJob, Snapshot, make_snapshot
-from service.dispatch.capacity import units_fitting
 
 
 @dataclass(slots=True)

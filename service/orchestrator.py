@@ -21,7 +21,15 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.api.schemas import (
+from cpsched.core import Decision, Snapshot, decision_violations
+from cpsched.core.durations import Durations
+from cpsched.service.cluster import ClusterRuntime
+from cpsched.service.convert import to_decision_out, to_snapshot
+from cpsched.service.metrics import ServiceMetrics
+from cpsched.service.settings import ServiceSettings
+from cpsched.service.store import history
+from cpsched.service.store.models import DecisionRow, FinishedJobRow
+from cpsched.wire.schemas import (
     AuditEntryOut,
     AuditPageOut,
     DecisionOut,
@@ -34,14 +42,6 @@ from service.api.schemas import (
     PendingReason,
     StartOut,
 )
-from service.cluster import ClusterRuntime
-from service.convert import to_decision_out, to_snapshot
-from service.dispatch import Decision, Snapshot, decision_violations
-from service.dispatch.durations import Durations
-from service.metrics import ServiceMetrics
-from service.settings import ServiceSettings
-from service.store import history
-from service.store.models import DecisionRow, FinishedJobRow
 
 log = logging.getLogger(__name__)
 

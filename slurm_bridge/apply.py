@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from service.api.schemas import DecisionOut
-from slurm_bridge.backend import WorkloadManager
-from slurm_bridge.errors import CommandError
-from slurm_bridge.model import Amounts, ClusterState, JobView
+from cpsched.slurm_bridge.backend import WorkloadManager
+from cpsched.slurm_bridge.errors import CommandError
+from cpsched.slurm_bridge.model import Amounts, ClusterState, JobView
+from cpsched.wire.schemas import DecisionOut
 
 log = logging.getLogger("slurm_bridge.apply")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from slurm_bridge.model import ClusterState, JobView
+from cpsched.slurm_bridge.model import ClusterState, JobView
 
 
 class WorkloadManager(Protocol):

@@ -13,12 +13,12 @@ from typing import Annotated
 import typer
 
 from cpsched import logs
-from slurm_bridge import shadow
-from slurm_bridge.config import BridgeSettings, load_settings
-from slurm_bridge.errors import BridgeError
-from slurm_bridge.factory import make_backend, make_client
-from slurm_bridge.loop import Bridge, CycleReport
-from slurm_bridge.snapshot import dispatch_request
+from cpsched.slurm_bridge import shadow
+from cpsched.slurm_bridge.config import BridgeSettings, load_settings
+from cpsched.slurm_bridge.errors import BridgeError
+from cpsched.slurm_bridge.factory import make_backend, make_client
+from cpsched.slurm_bridge.loop import Bridge, CycleReport
+from cpsched.slurm_bridge.snapshot import dispatch_request
 
 app = typer.Typer(
     name="cpsched-bridge",

@@ -7,8 +7,8 @@ from typing import TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from service.api.schemas import DecisionOut, DispatchRequest, FinishedAck, FinishedBatch
-from slurm_bridge.errors import ServiceRejected, ServiceUnavailable
+from cpsched.slurm_bridge.errors import ServiceRejected, ServiceUnavailable
+from cpsched.wire.schemas import DecisionOut, DispatchRequest, FinishedAck, FinishedBatch
 
 Answer = TypeVar("Answer", bound=BaseModel)
 

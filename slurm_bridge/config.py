@@ -16,7 +16,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from slurm_bridge.errors import BridgeConfigError
+from cpsched.slurm_bridge.errors import BridgeConfigError
 
 Mode = Literal["active", "shadow"]
 Fallback = Literal["hold", "release"]

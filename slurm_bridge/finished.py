@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import time
 
-from slurm_bridge.model import JobShape, JobView
-from slurm_bridge.slurm_common import job_state, time_limit_minutes
+from cpsched.slurm_bridge.model import JobShape, JobView
+from cpsched.slurm_bridge.slurm_common import job_state, time_limit_minutes
 
 # JobName last: sacct -P does not escape "|", so a name may contain it.
 SACCT_FIELDS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from slurm_bridge.errors import StateParseError
+from cpsched.slurm_bridge.errors import StateParseError
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 

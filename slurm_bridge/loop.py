@@ -12,17 +12,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from service.api.schemas import DecisionOut, FinishedBatch
-from slurm_bridge import shadow
-from slurm_bridge import state_file as bookkeeping
-from slurm_bridge.apply import ApplyResult, apply_decision
-from slurm_bridge.backend import WorkloadManager
-from slurm_bridge.client import ServiceClient
-from slurm_bridge.config import BridgeSettings
-from slurm_bridge.errors import BridgeError, CommandError, ServiceError, ServiceUnavailable
-from slurm_bridge.metrics import BridgeMetrics
-from slurm_bridge.model import ClusterState, JobView
-from slurm_bridge.snapshot import dispatch_request, finished_batch
+from cpsched.slurm_bridge import shadow
+from cpsched.slurm_bridge import state_file as bookkeeping
+from cpsched.slurm_bridge.apply import ApplyResult, apply_decision
+from cpsched.slurm_bridge.backend import WorkloadManager
+from cpsched.slurm_bridge.client import ServiceClient
+from cpsched.slurm_bridge.config import BridgeSettings
+from cpsched.slurm_bridge.errors import BridgeError, CommandError, ServiceError, ServiceUnavailable
+from cpsched.slurm_bridge.metrics import BridgeMetrics
+from cpsched.slurm_bridge.model import ClusterState, JobView
+from cpsched.slurm_bridge.snapshot import dispatch_request, finished_batch
+from cpsched.wire.schemas import DecisionOut, FinishedBatch
 
 log = logging.getLogger("slurm_bridge.loop")
 BATCH = 1000

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurm_bridge import __name__ as _package
+from cpsched.slurm_bridge import __name__ as _package
 
 VERSION = "0.1.0"
 

@@ -19,9 +19,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurm_bridge.errors import StateParseError
-from slurm_bridge.model import Amounts, ClusterState, JobShape, JobView, NodeStateName, NodeView
-from slurm_bridge.runner import Runner
+from cpsched.slurm_bridge.errors import StateParseError
+from cpsched.slurm_bridge.model import (
+    Amounts,
+    ClusterState,
+    JobShape,
+    JobView,
+    NodeStateName,
+    NodeView,
+)
+from cpsched.slurm_bridge.runner import Runner
 
 RESOURCE_OF = {"ncpus": "cpu", "mem": "mem", "ngpus": "gpu"}
 PBS_NAME_OF = {v: k for k, v in RESOURCE_OF.items()}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from slurm_bridge.errors import CommandError
+from cpsched.slurm_bridge.errors import CommandError
 
 log = logging.getLogger("slurm_bridge.commands")
 

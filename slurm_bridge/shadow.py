@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.api.schemas import DecisionOut
-from slurm_bridge.model import ClusterState
+from cpsched.slurm_bridge.model import ClusterState
+from cpsched.wire.schemas import DecisionOut
 
 
 def record(path: Path, state: ClusterState, decision: DecisionOut) -> None:

@@ -9,13 +9,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurm_bridge import hostlist, slurm_json, slurm_text
-from slurm_bridge.errors import CommandError, StateParseError
-from slurm_bridge.finished import parse_sacct, sacct_argv
-from slurm_bridge.model import ClusterState, JobView
-from slurm_bridge.runner import Runner
-from slurm_bridge.slurm_common import partition_max_minutes
-from slurm_bridge.slurm_rest import SlurmRestClient
+from cpsched.slurm_bridge import hostlist, slurm_json, slurm_text
+from cpsched.slurm_bridge.errors import CommandError, StateParseError
+from cpsched.slurm_bridge.finished import parse_sacct, sacct_argv
+from cpsched.slurm_bridge.model import ClusterState, JobView
+from cpsched.slurm_bridge.runner import Runner
+from cpsched.slurm_bridge.slurm_common import partition_max_minutes
+from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
 
 log = logging.getLogger("slurm_bridge.slurm")
 

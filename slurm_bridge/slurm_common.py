@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from slurm_bridge.errors import StateParseError
-from slurm_bridge.model import NodeStateName
+from cpsched.slurm_bridge.errors import StateParseError
+from cpsched.slurm_bridge.model import NodeStateName
 
 _RUNNING_STATES = {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED"}
 _END_STATES = {

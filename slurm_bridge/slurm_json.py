@@ -6,11 +6,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from slurm_bridge import hostlist
-from slurm_bridge.errors import StateParseError
-from slurm_bridge.model import JobView, NodeView
-from slurm_bridge.slurm_common import job_state, memory_mib, node_state
-from slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
+from cpsched.slurm_bridge import hostlist
+from cpsched.slurm_bridge.errors import StateParseError
+from cpsched.slurm_bridge.model import JobView, NodeView
+from cpsched.slurm_bridge.slurm_common import job_state, memory_mib, node_state
+from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
 
 Doc = Mapping[str, Any]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from slurm_bridge.errors import CommandError, StateParseError
+from cpsched.slurm_bridge.errors import CommandError, StateParseError
 
 API = "/slurm/v0.0.38"
 

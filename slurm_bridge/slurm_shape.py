@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from slurm_bridge.model import Amounts, JobShape
+from cpsched.slurm_bridge.model import Amounts, JobShape
 
 _GRES_COUNT = re.compile(r"^(\d+)([KMG]?)$")
 _SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}

@@ -11,16 +11,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from slurm_bridge import hostlist
-from slurm_bridge.errors import StateParseError
-from slurm_bridge.model import JobView, NodeView
-from slurm_bridge.slurm_common import (
+from cpsched.slurm_bridge import hostlist
+from cpsched.slurm_bridge.errors import StateParseError
+from cpsched.slurm_bridge.model import JobView, NodeView
+from cpsched.slurm_bridge.slurm_common import (
     job_state,
     memory_mib,
     node_state,
     time_limit_minutes,
 )
-from slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
+from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
 
 SQUEUE_FIELDS = (
     "JobID",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from service.api.schemas import DispatchRequest, FinishedJobIn, JobIn, NodeIn, RunningJobIn
-from slurm_bridge.model import ClusterState, JobView
+from cpsched.slurm_bridge.model import ClusterState, JobView
+from cpsched.wire.schemas import DispatchRequest, FinishedJobIn, JobIn, NodeIn, RunningJobIn
 
 log = logging.getLogger("slurm_bridge.snapshot")
 

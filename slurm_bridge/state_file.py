@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from slurm_bridge.errors import StateFileError
+from cpsched.slurm_bridge.errors import StateFileError
 
 KEEP_DELIVERED_S = 14 * 86400
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from service.dispatch import Job, Node, RunningJob, Snapshot, make_snapshot
+from cpsched.core import Job, Node, RunningJob, Snapshot, make_snapshot
 
 CPU_ONLY = ("cpu",)
 

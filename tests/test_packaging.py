@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from service.settings import load_settings
+from cpsched.service.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -18,9 +18,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from replay.instances import Instance, instance_files, open_instances
-from service.dispatch import Job, Node, RunningJob, Snapshot, make_dispatcher, make_snapshot
-from service.dispatch.cp import SearchConfig
+from cpsched.core import Job, Node, RunningJob, Snapshot, make_dispatcher, make_snapshot
+from cpsched.core.cp import SearchConfig
+from cpsched.replay.instances import Instance, instance_files, open_instances
 
 BLOCKED_FOR = 10 * 86400
 """Seconds the blockers run: longer than any plan of the dumped queues."""

@@ -15,8 +15,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from service.api.schemas import FinishedJobIn
-from service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
+from cpsched.service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
+from cpsched.wire.schemas import FinishedJobIn
 
 
 def _insert_ignoring_duplicates(session: Session, table: type, rows: list[dict[str, Any]]) -> None:

@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-import migrations
+from cpsched import migrations
 
 SCRIPTS = Path(migrations.__file__).parent
 

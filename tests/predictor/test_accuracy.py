@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from predictor.accuracy import evaluate, write_accuracy
-from predictor.lasttwo import LastTwo
-from predictor.walltime import WallTime
-from service.dispatch.problem import Job
+from cpsched.core.problem import Job
+from cpsched.predictor.accuracy import evaluate, write_accuracy
+from cpsched.predictor.lasttwo import LastTwo
+from cpsched.predictor.walltime import WallTime
 from tests.predictor._util import mk
 
 

@@ -11,11 +11,11 @@ from sklearn.ensemble import AdaBoostRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from cpsched.errors import ConfigError
-from predictor._forest import Forest
-from predictor.adaboost import BASIC_FEATURES, FEATURES, AdaBoost, recency_weights
-from predictor.base import FinishedJob
-from predictor.lasttwo import LastTwo
-from predictor.rebuild import rebuild
+from cpsched.predictor._forest import Forest
+from cpsched.predictor.adaboost import BASIC_FEATURES, FEATURES, AdaBoost, recency_weights
+from cpsched.predictor.base import FinishedJob
+from cpsched.predictor.lasttwo import LastTwo
+from cpsched.predictor.rebuild import rebuild
 from tests.predictor._util import done, mk
 
 SMALL = {"n_estimators": 5, "max_depth": 4, "retrain_every": 20}

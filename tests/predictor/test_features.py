@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from predictor._features import FEATURES, FeatureState
+from cpsched.predictor._features import FEATURES, FeatureState
 from tests.predictor._util import done, mk
 
 HISTORY_FEATURES = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cpsched.errors import ConfigError
-from predictor.profile import JobProfile, name_stem
+from cpsched.predictor.profile import JobProfile, name_stem
 from tests.predictor._util import done, mk
 
 

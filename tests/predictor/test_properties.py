@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from predictor.accuracy import evaluate
-from predictor.adaboost import FEATURES, AdaBoost
-from predictor.base import FinishedJob, Predictor
-from predictor.lasttwo import LastTwo
-from predictor.oracle import Oracle
-from predictor.profile import JobProfile
-from predictor.rebuild import rebuild
-from predictor.walltime import WallTime
-from service.dispatch.problem import Job
+from cpsched.core.problem import Job
+from cpsched.predictor.accuracy import evaluate
+from cpsched.predictor.adaboost import FEATURES, AdaBoost
+from cpsched.predictor.base import FinishedJob, Predictor
+from cpsched.predictor.lasttwo import LastTwo
+from cpsched.predictor.oracle import Oracle
+from cpsched.predictor.profile import JobProfile
+from cpsched.predictor.rebuild import rebuild
+from cpsched.predictor.walltime import WallTime
 from tests.predictor._util import mk
 
 FACTORIES: dict[str, Callable[[dict[str, int]], Predictor]] = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from cpsched.errors import ConfigError, UnknownPolicyError
-from predictor.adaboost import AdaBoost
-from predictor.lasttwo import LastTwo
-from predictor.oracle import Oracle
-from predictor.registry import PREDICTORS, make_predictor
+from cpsched.predictor.adaboost import AdaBoost
+from cpsched.predictor.lasttwo import LastTwo
+from cpsched.predictor.oracle import Oracle
+from cpsched.predictor.registry import PREDICTORS, make_predictor
 from tests.predictor._util import done, mk
 
 

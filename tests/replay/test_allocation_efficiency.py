@@ -2,12 +2,12 @@
 
 import pytest
 
-from predictor.walltime import WallTime
-from replay.metrics import summarise
-from replay.simulator import Simulator
-from replay.swf import TraceJob
-from replay.system import System
-from service.dispatch import Job, Node, make_dispatcher
+from cpsched.core import Job, Node, make_dispatcher
+from cpsched.predictor.walltime import WallTime
+from cpsched.replay.metrics import summarise
+from cpsched.replay.simulator import Simulator
+from cpsched.replay.swf import TraceJob
+from cpsched.replay.system import System
 
 
 def replay(nodes, resources, jobs, allocator="first-fit"):

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from cpsched.core import make_dispatcher
 from cpsched.errors import ConfigError, TraceError
-from predictor.accuracy import evaluate
-from predictor.registry import make_predictor
-from replay.generate import generate_jobs, write_trace
-from replay.generate_params import WorkloadParams, load_params
-from replay.simulator import Simulator
-from replay.swf import read_swf
-from replay.swf_sidecar import sidecar_path
-from replay.system import load_system
-from service.dispatch import make_dispatcher
+from cpsched.predictor.accuracy import evaluate
+from cpsched.predictor.registry import make_predictor
+from cpsched.replay.generate import generate_jobs, write_trace
+from cpsched.replay.generate_params import WorkloadParams, load_params
+from cpsched.replay.simulator import Simulator
+from cpsched.replay.swf import read_swf
+from cpsched.replay.swf_sidecar import sidecar_path
+from cpsched.replay.system import load_system
 
 REPO = Path(__file__).resolve().parents[2]
 EURORA = REPO / "systems" / "eurora.toml"

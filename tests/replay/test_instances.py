@@ -5,17 +5,17 @@ import json
 
 import pytest
 
+from cpsched.core import make_dispatcher
 from cpsched.errors import InputError
-from predictor.walltime import WallTime
-from replay.bench_instances import bench, summarise
-from replay.instances import (
+from cpsched.predictor.walltime import WallTime
+from cpsched.replay.bench_instances import bench, summarise
+from cpsched.replay.instances import (
     InstanceWriter,
     RecordingDispatcher,
     instance_files,
     open_instances,
 )
-from replay.simulator import Simulator, SimulatorOptions
-from service.dispatch import make_dispatcher
+from cpsched.replay.simulator import Simulator, SimulatorOptions
 from tests.factories import job, nodes, running, snapshot
 from tests.replay.test_simulator import CROWDED_TRACE, HAND_TRACE, system
 
@@ -114,7 +114,7 @@ def test_bench_re_solves_every_instance_with_every_dispatcher(tmp_path):
 
 
 def test_bench_reads_the_cp_objective_and_never_finds_it_above_the_heuristics(tmp_path):
-    from tests.dispatch.cp._util import DETERMINISTIC
+    from tests.core.cp._util import DETERMINISTIC
 
     machine = system(4, 2)
     path = tmp_path / "crowded.easy.instances.jsonl.gz"

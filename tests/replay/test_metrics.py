@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from replay.compare_table import comparison_rows, lookup, to_markdown, write_csv
-from replay.metrics import job_metrics, summarise, warmup_count
-from replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
+from cpsched.replay.compare_table import comparison_rows, lookup, to_markdown, write_csv
+from cpsched.replay.metrics import job_metrics, summarise, warmup_count
+from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
 
 
 def four_jobs(wall_ms: list[float] | None = None) -> ReplayResult:

@@ -12,9 +12,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from replay.outputs import JOB_COLUMNS, atomic_target, write_outputs
-from replay.plots import binned, ecdf_points
-from replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
+from cpsched.replay.outputs import JOB_COLUMNS, atomic_target, write_outputs
+from cpsched.replay.plots import binned, ecdf_points
+from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
 
 
 def _load_cases():

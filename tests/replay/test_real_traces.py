@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from predictor.walltime import WallTime
-from replay.simulator import Simulator, SimulatorOptions
-from replay.swf import read_swf
-from replay.system import load_system
-from service.dispatch import make_dispatcher
+from cpsched.core import make_dispatcher
+from cpsched.predictor.walltime import WallTime
+from cpsched.replay.simulator import Simulator, SimulatorOptions
+from cpsched.replay.swf import read_swf
+from cpsched.replay.system import load_system
 from tests.conftest import REPO
 
 
@@ -41,8 +41,8 @@ def test_curie_excerpt_on_its_heterogeneous_machine(traces_dir):
 
 
 def test_hcp3_replays_a_kth_excerpt_validly(traces_dir):
-    from predictor.lasttwo import LastTwo
-    from service.dispatch.cp import SearchConfig
+    from cpsched.core.cp import SearchConfig
+    from cpsched.predictor.lasttwo import LastTwo
 
     system = load_system(REPO / "systems" / "kth.toml")
     trace = read_swf(traces_dir / "KTH-SP2-1996-2.1-cln.swf.gz", system, limit=150)

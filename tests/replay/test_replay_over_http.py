@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from cpsched.local_service import local_service
-from replay.runner import ReplaySettings, run_replay
+from cpsched.cli.local_service import local_service
+from cpsched.replay.runner import ReplaySettings, run_replay
 
 KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cpsched.errors import ConfigError
-from replay.runner import ReplaySettings, _cp_settings, cp_model, cp_search
+from cpsched.replay.runner import ReplaySettings, _cp_settings, cp_model, cp_search
 
 
 def test_cp_options_become_search_and_model_settings():

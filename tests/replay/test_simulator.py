@@ -4,11 +4,11 @@ import itertools
 
 import pytest
 
-from predictor.walltime import WallTime
-from replay.simulator import ReplayStalledError, Simulator, SimulatorOptions
-from replay.swf import TraceJob
-from replay.system import System
-from service.dispatch import Decision, Node, make_dispatcher
+from cpsched.core import Decision, Node, make_dispatcher
+from cpsched.predictor.walltime import WallTime
+from cpsched.replay.simulator import ReplayStalledError, Simulator, SimulatorOptions
+from cpsched.replay.swf import TraceJob
+from cpsched.replay.system import System
 from tests.factories import job
 
 
@@ -76,7 +76,7 @@ def test_series_records_queue_and_usage_after_each_call():
 
 
 def test_utilisation_agrees_with_the_work_the_jobs_did():
-    from replay.metrics import summarise
+    from cpsched.replay.metrics import summarise
 
     summary = summarise(replay(HAND_TRACE, "easy"), warmup_fraction=0)
     # Σ procs · run = 3·100 + 2·50 + 1·40 + 1·10 = 450 core-s over 4 cores × 150 s.
@@ -128,7 +128,7 @@ class FixedPredictor:
 
 
 def replay_with_limits(trace, predictor, correction="off", lead=60, step=3600):
-    from predictor.correction import CorrectionPolicy
+    from cpsched.predictor.correction import CorrectionPolicy
 
     policy = CorrectionPolicy(correction, step=step, lead=lead, cap=10_000)
     sim = Simulator(
@@ -182,7 +182,7 @@ def test_requested_limits_never_kill_even_when_runs_exceed_them():
 
 def test_fallbacks_are_counted_with_their_reasons():
     # A CP deadline too short for anything: every modelled call falls back to EASY.
-    from service.dispatch.cp import SearchConfig, make_cp_dispatcher
+    from cpsched.core.cp import SearchConfig, make_cp_dispatcher
 
     hcp3 = make_cp_dispatcher("hcp3", search=SearchConfig(deadline=1e-9, margin=0))
     result = Simulator(system(4), CROWDED_TRACE, hcp3, WallTime(), SimulatorOptions()).run()

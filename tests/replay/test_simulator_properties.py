@@ -3,11 +3,11 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from predictor.walltime import WallTime
-from replay.simulator import Simulator, SimulatorOptions
-from replay.swf import TraceJob
-from replay.system import System
-from service.dispatch import Job, Node, make_dispatcher
+from cpsched.core import Job, Node, make_dispatcher
+from cpsched.predictor.walltime import WallTime
+from cpsched.replay.simulator import Simulator, SimulatorOptions
+from cpsched.replay.swf import TraceJob
+from cpsched.replay.system import System
 
 RESOURCES = ("cpu", "mem")
 

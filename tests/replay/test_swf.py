@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from cpsched.core.problem import Node
 from cpsched.errors import ConfigError, TraceError
-from replay.swf import RULES, SKIP_RULES, read_header, read_swf
-from replay.system import System, system_from_header
-from service.dispatch.problem import Node
+from cpsched.replay.swf import RULES, SKIP_RULES, read_header, read_swf
+from cpsched.replay.system import System, system_from_header
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cpsched.errors import ConfigError, TraceError
-from replay.swf import SwfHeader
-from replay.system import load_system, system_from_header
+from cpsched.replay.swf import SwfHeader
+from cpsched.replay.system import load_system, system_from_header
 
 SYSTEMS = Path(__file__).resolve().parents[2] / "systems"
 SHIPPED = sorted(SYSTEMS.glob("*.toml"))

@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.settings import load_settings
+from cpsched.service.app import create_app
+from cpsched.service.settings import load_settings
 
 POSTGRES_ADMIN = os.environ.get(
     "CPSCHED_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"

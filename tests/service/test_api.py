@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from service.store.database import make_engine
-from service.store.models import DecisionRow, FinishedJobRow, PredictionRow
+from cpsched.service.store.database import make_engine
+from cpsched.service.store.models import DecisionRow, FinishedJobRow, PredictionRow
 from tests.service.conftest import AUTH, TOKEN_A, finished, job, node, settings_for, snapshot
 
 
@@ -209,7 +209,7 @@ def test_database_down_is_a_503_not_a_crash(postgres_url):
     import psycopg
     from fastapi.testclient import TestClient
 
-    from service.app import create_app
+    from cpsched.service.app import create_app
 
     with TestClient(create_app(settings_for(postgres_url))) as client:
         assert dispatch(client, snapshot(queued=[job("q1")])).status_code == 200
@@ -234,7 +234,7 @@ def test_audit_keeps_whole_snapshots_when_asked(make_client, database_url):
 
 
 def test_clients_ignore_fields_a_newer_service_adds(client):
-    from service.api.schemas import DecisionOut
+    from cpsched.wire.schemas import DecisionOut
 
     answer = dispatch(client, snapshot(queued=[job("q1")])).json()
     answer["diagnostics"]["added_in_a_later_version"] = 1

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.cluster import build_dispatchers
-from service.settings import ClusterPolicy
+from cpsched.service.cluster import build_dispatchers
+from cpsched.service.settings import ClusterPolicy
 
 
 def test_cp_settings_reach_the_cp_dispatcher():

@@ -8,11 +8,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.api.schemas import DispatchRequest
-from service.cluster import ClusterRuntime
-from service.convert import to_snapshot
-from service.dispatch import decision_violations
-from service.settings import ClusterPolicy
+from cpsched.core import decision_violations
+from cpsched.service.cluster import ClusterRuntime
+from cpsched.service.convert import to_snapshot
+from cpsched.service.settings import ClusterPolicy
+from cpsched.wire.schemas import DispatchRequest
 
 TYPES = ("cpu", "mem", "gpu")
 

@@ -7,10 +7,10 @@ import pytest
 from sqlalchemy import inspect
 
 from cpsched.errors import ConfigError
-from service.app import create_app
-from service.store import migrate
-from service.store.database import make_engine
-from service.store.models import Base
+from cpsched.service.app import create_app
+from cpsched.service.store import migrate
+from cpsched.service.store.database import make_engine
+from cpsched.service.store.models import Base
 from tests.service.conftest import settings_for
 
 TABLES = {"clusters", "finished_jobs", "predictions", "decisions"}

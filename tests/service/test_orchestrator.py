@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from service.dispatch import Decision, Diagnostics, Start
+from cpsched.core import Decision, Diagnostics, Start
 from tests.service.conftest import AUTH, job, snapshot
 
 

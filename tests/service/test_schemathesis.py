@@ -11,7 +11,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from service.app import create_app
+from cpsched.service.app import create_app
 from tests.service.conftest import AUTH, settings_for
 
 _DB = Path(tempfile.mkdtemp(prefix="cpsched-schemathesis-")) / "cpsched.db"

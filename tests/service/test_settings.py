@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from cpsched.errors import ConfigError
-from service.settings import load_settings
+from cpsched.service.settings import load_settings
 
 
 def test_toml_defaults_and_cluster_overrides(tmp_path):

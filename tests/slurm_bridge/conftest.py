@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cpsched.local_service import LocalService, write_config
+from cpsched.cli.local_service import LocalService, write_config
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
-from slurm_bridge.model import ClusterState, JobShape, JobView, NodeView
+from cpsched.slurm_bridge.model import ClusterState, JobShape, JobView, NodeView
 
 
 def node(

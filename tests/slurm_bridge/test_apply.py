@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from service.api.schemas import DecisionOut
-from slurm_bridge.apply import apply_decision
-from slurm_bridge.model import ClusterState, JobShape
+from cpsched.slurm_bridge.apply import apply_decision
+from cpsched.slurm_bridge.model import ClusterState, JobShape
+from cpsched.wire.schemas import DecisionOut
 from tests.slurm_bridge.fakes import FakeCluster, decision, held, node, running
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from slurm_bridge import shadow
-from slurm_bridge import state_file as bookkeeping
-from slurm_bridge.config import BridgeSettings, load_settings
-from slurm_bridge.errors import BridgeConfigError, StateFileError
+from cpsched.slurm_bridge import shadow
+from cpsched.slurm_bridge import state_file as bookkeeping
+from cpsched.slurm_bridge.config import BridgeSettings, load_settings
+from cpsched.slurm_bridge.errors import BridgeConfigError, StateFileError
 
 KIT = Path(__file__).resolve().parents[2] / "slurm_bridge" / "kit"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from slurm_bridge.client import ServiceClient
-from slurm_bridge.config import BridgeSettings
-from slurm_bridge.errors import CommandError, ServiceRejected
-from slurm_bridge.loop import Bridge
-from slurm_bridge.model import ClusterState
+from cpsched.slurm_bridge.client import ServiceClient
+from cpsched.slurm_bridge.config import BridgeSettings
+from cpsched.slurm_bridge.errors import CommandError, ServiceRejected
+from cpsched.slurm_bridge.loop import Bridge
+from cpsched.slurm_bridge.model import ClusterState
 from tests.slurm_bridge.fakes import FakeCluster, ScriptedService, decision, held, node
 
 
@@ -144,7 +144,7 @@ def test_rejection_is_a_typed_error_naming_the_token() -> None:
     )
     with pytest.raises(ServiceRejected, match="token"):
         client.dispatch(
-            __import__("service.api.schemas", fromlist=["DispatchRequest"]).DispatchRequest(
+            __import__("cpsched.wire.schemas", fromlist=["DispatchRequest"]).DispatchRequest(
                 time=1, nodes=[]
             )
         )

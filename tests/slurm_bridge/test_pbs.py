@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from slurm_bridge.pbs import (
+from cpsched.slurm_bridge.pbs import (
     PbsBackend,
     exec_spec,
     parse_jobs,

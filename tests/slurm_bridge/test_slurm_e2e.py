@@ -17,13 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cpsched.local_service import LocalService
-from slurm_bridge import hostlist, shadow
-from slurm_bridge.client import ServiceClient
-from slurm_bridge.config import BridgeSettings
-from slurm_bridge.factory import make_backend
-from slurm_bridge.loop import Bridge
-from slurm_bridge.runner import SubprocessRunner
+from cpsched.cli.local_service import LocalService
+from cpsched.slurm_bridge import hostlist, shadow
+from cpsched.slurm_bridge.client import ServiceClient
+from cpsched.slurm_bridge.config import BridgeSettings
+from cpsched.slurm_bridge.factory import make_backend
+from cpsched.slurm_bridge.loop import Bridge
+from cpsched.slurm_bridge.runner import SubprocessRunner
 from tests.slurm_bridge.conftest import TOKEN, Testbed
 
 # One worker runs these in file order: later tests use what earlier ones started (FACTS),

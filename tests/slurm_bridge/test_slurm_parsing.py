@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from slurm_bridge import hostlist
-from slurm_bridge.errors import StateParseError
-from slurm_bridge.finished import parse_sacct
-from slurm_bridge.slurm_common import node_state, partition_max_minutes, time_limit_minutes
-from slurm_bridge.slurm_json import parse_jobs, parse_nodes
-from slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres
-from slurm_bridge.slurm_text import job_extras
-from slurm_bridge.slurm_text import parse_jobs as parse_text_jobs
-from slurm_bridge.slurm_text import parse_nodes as parse_text_nodes
+from cpsched.slurm_bridge import hostlist
+from cpsched.slurm_bridge.errors import StateParseError
+from cpsched.slurm_bridge.finished import parse_sacct
+from cpsched.slurm_bridge.slurm_common import node_state, partition_max_minutes, time_limit_minutes
+from cpsched.slurm_bridge.slurm_json import parse_jobs, parse_nodes
+from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres
+from cpsched.slurm_bridge.slurm_text import job_extras
+from cpsched.slurm_bridge.slurm_text import parse_jobs as parse_text_jobs
+from cpsched.slurm_bridge.slurm_text import parse_nodes as parse_text_nodes
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
 
@@ -203,8 +203,8 @@ def test_sacct_jobcomp_output() -> None:
 
 
 def test_running_units_always_sum_to_the_job_and_are_positive() -> None:
-    from slurm_bridge.model import JobShape
-    from slurm_bridge.slurm_shape import units_on_nodes
+    from cpsched.slurm_bridge.model import JobShape
+    from cpsched.slurm_bridge.slurm_shape import units_on_nodes
 
     tasks = JobShape(units=3, per_unit={"cpu": 1})
     assert units_on_nodes(tasks, {"a": 2, "b": 1}) == {"a": 2, "b": 1}

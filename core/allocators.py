@@ -1,0 +1,115 @@
+"""Allocators: where a job's units go (SPEC §6).
+
+An allocator walks a node list and puts as many units on each node as fit, until the
+job is placed; the order of the list is the policy. It never changes the capacity it
+is given; the caller takes what the returned allocation uses.
+
+First-fit and best-fit live here; balanced, weighted, hybrid and priority-weighted, which
+also read the snapshot, in ``allocators_hetero``. ``make_allocator`` builds them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from cpsched.core.allocators_hetero import HETEROGENEOUS
+from cpsched.core.capacity import FreeCapacity, units_fitting
+from cpsched.core.problem import Allocation, Job
+from cpsched.errors import ConfigError, UnknownPolicyError
+
+
+class Allocator(Protocol):
+    name: str
+
+    def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
+        """An allocation of all of ``job``'s units within ``free``, or None if none exists."""
+        ...
+
+
+class FirstFit:
+    """Nodes in their configured order."""
+
+    name = "first-fit"
+
+    def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
+        if not free.fits_total(job.request):
+            return None
+        wanted = job.wanted
+        needed = job.units
+        placed: list[tuple[int, int]] = []
+        # Most jobs ask for one type (cores): then the walk makes no call per node.
+        single = len(wanted) == 1
+        r, amount = wanted[0]
+        for node, row in enumerate(free.rows()):
+            fit = row[r] // amount if single else units_fitting(row, wanted)
+            if fit:
+                take = fit if fit < needed else needed
+                placed.append((node, take))
+                needed -= take
+                if not needed:
+                    return tuple(placed)
+        return None
+
+
+class BestFit:
+    """Consolidate: the nodes with the least free capacity (of the job's types) first.
+
+    A node's free capacity is the sum over the job's types of its free amount divided by
+    the machine's total of that type (so cores and memory weigh alike), so a node with
+    one core left is preferred to an idle one. Ties keep the configured node order.
+    """
+
+    name = "best-fit"
+
+    def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
+        if not free.fits_total(job.request):
+            return None
+        wanted = job.wanted
+        candidates: list[tuple[float, int, int]] = []
+        weight = [1.0 / c if c else 0.0 for c in free.capacity_total]
+        for node, row in enumerate(free.rows()):
+            fit = units_fitting(row, wanted)
+            if fit:
+                left = sum(row[r] * weight[r] for r, _ in wanted)
+                candidates.append((left, node, fit))
+        candidates.sort()
+        needed = job.units
+        placed: list[tuple[int, int]] = []
+        for _, node, fit in candidates:
+            take = fit if fit < needed else needed
+            placed.append((node, take))
+            needed -= take
+            if not needed:
+                return tuple(sorted(placed))
+        return None
+
+
+ALLOCATORS: dict[str, Callable[..., Allocator]] = {
+    "first-fit": FirstFit,
+    "best-fit": BestFit,
+    **HETEROGENEOUS,
+}
+"""Every allocator by name; the heterogeneous ones take the critical resource types."""
+
+
+def make_allocator(name: str, *, critical: Sequence[str] | None = None) -> Allocator:
+    """The allocator registered as ``name``.
+
+    ``critical`` names the critical resource types of balanced, weighted, hybrid and
+    priority-weighted (default: every type that not all nodes have); a name may carry
+    them too, ``"balanced:gpu,mic"``, which is how the command line passes them.
+    """
+    base, colon, spec = name.partition(":")
+    if base not in ALLOCATORS:
+        raise UnknownPolicyError("allocator", name, ALLOCATORS)
+    if colon:
+        critical = tuple(t.strip() for t in spec.split(",") if t.strip())
+    if base in HETEROGENEOUS:
+        return HETEROGENEOUS[base](critical)
+    if critical is not None:
+        raise ConfigError(
+            f"allocator {base!r} has no critical resource types; use one of "
+            f"{', '.join(HETEROGENEOUS)} to protect accelerators"
+        )
+    return ALLOCATORS[base]()

@@ -1,0 +1,100 @@
+"""A dispatcher's working copy of the free capacity, changed as it places jobs.
+
+Rows are copied on first write only, so a call that starts a few jobs on a large machine
+costs what it touches, not the machine's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cpsched.core.problem import Allocation, Amounts, Job, Snapshot, Wanted
+
+
+def covers(have: Sequence[int], want: Sequence[int]) -> bool:
+    """Whether ``have`` holds at least ``want`` of every type (a hot path: no generators)."""
+    for a, w in zip(have, want, strict=True):  # noqa: SIM110 - all(genexpr) is 3x slower here
+        if w > a:
+            return False
+    return True
+
+
+def units_fitting(free: Sequence[int], wanted: Wanted) -> int:
+    """How many units fit in ``free``, for a unit needing ``wanted`` (``Job.wanted``)."""
+    fit = 1 << 62
+    for r, amount in wanted:
+        n = free[r] // amount
+        if n < fit:
+            fit = n
+    return fit
+
+
+def shift(
+    rows: list[Sequence[int]], total: list[int], allocation: Allocation, job: Job, sign: int
+) -> None:
+    """Add (``sign`` = 1) or remove (-1) what ``job`` uses at ``allocation``.
+
+    Rows are replaced, never changed in place, so rows shared with a snapshot or another
+    copy stay as they were.
+    """
+    wanted = job.wanted
+    for node, units in allocation:
+        row = list(rows[node])
+        for r, amount in wanted:
+            row[r] += sign * units * amount
+        rows[node] = tuple(row)
+    for r, amount in wanted:
+        total[r] += sign * job.units * amount
+
+
+class FreeCapacity:
+    __slots__ = ("_rows", "capacity_total", "total")
+
+    def __init__(
+        self, rows: Sequence[Amounts], total: Sequence[int], capacity_total: Amounts
+    ) -> None:
+        self._rows: list[Sequence[int]] = list(rows)
+        self.total: list[int] = list(total)
+        self.capacity_total = capacity_total
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> FreeCapacity:
+        return cls(snapshot.free, snapshot.free_total, snapshot.capacity_total)
+
+    @property
+    def node_count(self) -> int:
+        return len(self._rows)
+
+    def row(self, node: int) -> Sequence[int]:
+        return self._rows[node]
+
+    def rows(self) -> list[Sequence[int]]:
+        return self._rows
+
+    def fits_total(self, request: Amounts) -> bool:
+        """Necessary condition for placing a job: each type's total free covers it."""
+        return covers(self.total, request)
+
+    def take(self, allocation: Allocation, job: Job) -> None:
+        shift(self._rows, self.total, allocation, job, -1)
+
+    def give(self, allocation: Allocation, job: Job) -> None:
+        shift(self._rows, self.total, allocation, job, 1)
+
+    def copy(self) -> FreeCapacity:
+        return FreeCapacity(self._rows, self.total, self.capacity_total)
+
+    def clamp_to(self, other: FreeCapacity) -> FreeCapacity:
+        """Element-wise minimum with ``other``: what is free here *and* there."""
+        rows = [
+            a if a is b else tuple(map(min, a, b))
+            for a, b in zip(self._rows, other._rows, strict=True)
+        ]
+        total = [sum(col) for col in zip(*rows, strict=True)] if rows else []
+        return FreeCapacity(rows, total, self.capacity_total)
+
+
+def placeable_units(free: FreeCapacity, job: Job) -> int:
+    """Units of ``job`` that fit on the machine as it is, summed over nodes."""
+    wanted = job.wanted
+    return sum(units_fitting(row, wanted) for row in free.rows())

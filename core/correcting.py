@@ -1,0 +1,53 @@
+"""Walltime-correction directives (SPEC §8) added to any dispatcher's decision.
+
+When a running job comes within the policy's lead of its current limit, the decision
+asks the workload manager to extend the limit. Extensions never shorten a limit and stop
+at the policy's cap; every one carries its reason, for the audit trail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cpsched.core.dispatcher import Dispatcher
+from cpsched.core.durations import Durations
+from cpsched.core.problem import Decision, Extension, Snapshot
+from cpsched.predictor.correction import CorrectionPolicy
+
+
+def extensions_due(snapshot: Snapshot, policy: CorrectionPolicy) -> tuple[Extension, ...]:
+    """The extension directives ``policy`` gives for ``snapshot``'s running jobs."""
+    if policy.kind == "off":
+        return ()
+    now = snapshot.time
+    due: list[Extension] = []
+    for rj in snapshot.running:
+        if not policy.due(rj.start, rj.time_limit, now):
+            continue
+        new_limit = policy.next_limit(rj.time_limit, rj.extensions)
+        if new_limit is not None and new_limit > rj.time_limit:
+            due.append(
+                Extension(
+                    rj.job.id,
+                    new_limit,
+                    f"{policy.kind} correction #{rj.extensions + 1}: "
+                    f"within {policy.lead} s of its {rj.time_limit} s limit",
+                )
+            )
+    return tuple(due)
+
+
+class CorrectingDispatcher:
+    """``inner``'s decision plus the walltime-correction directives of ``policy``."""
+
+    def __init__(self, inner: Dispatcher, policy: CorrectionPolicy) -> None:
+        self.inner = inner
+        self.policy = policy
+        self.name = inner.name
+
+    def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
+        decision = self.inner.decide(snapshot, durations)
+        extensions = extensions_due(snapshot, self.policy)
+        if not extensions:
+            return decision
+        return replace(decision, extensions=decision.extensions + extensions)

@@ -1,0 +1,56 @@
+"""CP dispatchers (SPEC §4): HCP3, PCP3 and PCP'20, sharing ``flow``, ``prepare`` and ``search``.
+
+Each follows three steps: *prepare* (plain functions: priorities, reductions, window,
+horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *search*
+(time-limited restarts hinted with a greedy plan, a hard deadline, a heuristic fallback).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cpsched.core.allocators import make_allocator
+from cpsched.core.cp.flow import CPDispatcher
+from cpsched.core.cp.hcp3 import HCP3Dispatcher
+from cpsched.core.cp.pcp3 import PCP3Dispatcher
+from cpsched.core.cp.pcp20 import PCP20Dispatcher
+from cpsched.core.cp.prepare import ModelConfig
+from cpsched.core.cp.search import SearchConfig
+from cpsched.errors import UnknownPolicyError
+
+CP_DISPATCHERS = ("hcp3", "pcp3", "pcp20")
+PRESOLVE_BY_DEFAULT = {"hcp3": True, "pcp3": False, "pcp20": True}
+"""On KTH's first 2,000 jobs (deadline 0.2 s), PCP3 without presolve: mean bounded
+slowdown 36.3 instead of 60.9, 5 fallbacks instead of 93."""
+
+
+def make_cp_dispatcher(
+    name: str,
+    allocator: str = "best-fit",
+    search: SearchConfig | None = None,
+    *,
+    model: ModelConfig | None = None,
+) -> CPDispatcher:
+    """The CP dispatcher registered as ``name``, allocating with ``allocator``.
+
+    ``search`` and ``model`` default to ``SearchConfig()`` and ``ModelConfig()``.
+    """
+    if name not in CP_DISPATCHERS:
+        raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
+    search = search or SearchConfig()
+    if search.presolve is None:
+        search = replace(search, presolve=PRESOLVE_BY_DEFAULT[name])
+    kind = {"hcp3": HCP3Dispatcher, "pcp3": PCP3Dispatcher, "pcp20": PCP20Dispatcher}[name]
+    return kind(make_allocator(allocator), search, model)
+
+
+__all__ = [
+    "CP_DISPATCHERS",
+    "CPDispatcher",
+    "HCP3Dispatcher",
+    "ModelConfig",
+    "PCP3Dispatcher",
+    "PCP20Dispatcher",
+    "SearchConfig",
+    "make_cp_dispatcher",
+]

@@ -1,0 +1,179 @@
+"""Problem types of the dispatch core: what a dispatcher sees and what it answers.
+
+Resources are data: a snapshot names its resource types once (``resource_names``) and
+every capacity or request is a tuple of integers aligned with those names. Nodes are
+referred to by their index in ``Snapshot.nodes``; names exist for the wire and for people.
+
+Everything here is immutable and free of I/O and clocks: time is ``Snapshot.time``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import attrgetter
+
+from cpsched.errors import SnapshotError
+
+Amounts = tuple[int, ...]
+"""Amounts of each resource type, aligned with ``Snapshot.resource_names``."""
+
+Wanted = tuple[tuple[int, int], ...]
+"""The types a unit asks for, as ``(type index, amount)`` pairs with amount > 0."""
+
+Allocation = tuple[tuple[int, int], ...]
+"""Where a job's units sit: ``(node index, units on that node)`` pairs, nodes distinct."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    capacity: Amounts
+
+
+@lru_cache(maxsize=1 << 16)
+def _derived(units: int, unit_request: Amounts) -> tuple[Amounts, Wanted]:
+    """A job's total request and requested types: read in every hot loop of the
+    dispatchers, so computed once, and shared between the many jobs of equal shape."""
+    request = tuple(units * a for a in unit_request)
+    wanted = tuple((r, a) for r, a in enumerate(unit_request) if a)
+    return request, wanted
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as submitted: ``units`` identical units, each needing ``unit_request``."""
+
+    id: str
+    submit: int
+    time_limit: int
+    units: int
+    unit_request: Amounts
+    user: str = ""
+    group: str = ""
+    name: str = ""
+    queue: str = ""
+    request: Amounts = field(init=False, repr=False, compare=False)
+    wanted: Wanted = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.units < 1:
+            raise SnapshotError(f"job {self.id}: units must be >= 1, got {self.units}")
+        if self.time_limit < 1:
+            raise SnapshotError(f"job {self.id}: time limit must be >= 1 s, got {self.time_limit}")
+        if any(a < 0 for a in self.unit_request):
+            raise SnapshotError(f"job {self.id}: negative resource request {self.unit_request}")
+        request, wanted = _derived(self.units, self.unit_request)
+        if not wanted:
+            raise SnapshotError(f"job {self.id}: requests no resource at all")
+        object.__setattr__(self, "request", request)
+        object.__setattr__(self, "wanted", wanted)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    job: Job
+    start: int
+    time_limit: int
+    """The current limit (the submitted one, or as extended or tightened since)."""
+    allocation: Allocation
+    extensions: int = 0
+    """How many times the limit has been extended (walltime correction counts them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The cluster at ``time``: nodes, running jobs and the queue in submission order
+    (by ``submit``, ties in arrival order: FCFS relies on it instead of sorting per call).
+
+    ``free`` (per node) and ``free_total`` (per type) are the capacity not used by the
+    running jobs. Build snapshots with :func:`make_snapshot`, which derives them from
+    the allocations; a caller that tracks them incrementally (the replay) may pass them,
+    and :func:`cpsched.core.validate.check_snapshot` verifies they agree.
+    """
+
+    time: int
+    resource_names: tuple[str, ...]
+    nodes: tuple[Node, ...]
+    running: tuple[RunningJob, ...]
+    queued: tuple[Job, ...]
+    free: tuple[Amounts, ...]
+    free_total: Amounts
+    capacity_total: Amounts
+
+
+def make_snapshot(
+    time: int,
+    resource_names: Sequence[str],
+    nodes: Sequence[Node],
+    running: Sequence[RunningJob] = (),
+    queued: Sequence[Job] = (),
+) -> Snapshot:
+    """A snapshot whose free capacity is derived from the running jobs' allocations."""
+    free = [list(n.capacity) for n in nodes]
+    for rj in running:
+        ureq = rj.job.unit_request
+        for node, units in rj.allocation:
+            if not 0 <= node < len(free):
+                raise SnapshotError(f"running job {rj.job.id} is allocated to unknown node {node}")
+            row = free[node]
+            for r, amount in enumerate(ureq):
+                row[r] -= units * amount
+    zeros = tuple(0 for _ in resource_names)
+    free_total = tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros
+    capacity_total = (
+        tuple(sum(col) for col in zip(*(n.capacity for n in nodes), strict=True))
+        if nodes
+        else zeros
+    )
+    return Snapshot(
+        time=time,
+        resource_names=tuple(resource_names),
+        nodes=tuple(nodes),
+        running=tuple(running),
+        queued=tuple(sorted(queued, key=attrgetter("submit"))),
+        free=tuple(tuple(row) for row in free),
+        free_total=free_total,
+        capacity_total=capacity_total,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    job_id: str
+    allocation: Allocation
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """Raise a running job's time limit to ``new_limit`` seconds (never lower it)."""
+
+    job_id: str
+    new_limit: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostics:
+    dispatcher: str
+    solver_status: str = "heuristic"
+    fallback: bool = False
+    fallback_reason: str | None = None
+    """Why the fallback heuristic answered, when ``fallback``: the CP dispatchers' "no time
+    left for <phase>", "model too large", "no CP solution (<status>)" or "invalid CP
+    decision"; the service's "deadline", "invalid" or "error"."""
+    restarts: int = 0
+    model_variables: int = 0
+    model_constraints: int = 0
+    model_intervals: int = 0
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    starts: tuple[Start, ...]
+    extensions: tuple[Extension, ...] = ()
+    planned: Mapping[str, int] | None = None
+    """Planned start time of queued jobs, when the dispatcher computes a plan."""
+    diagnostics: Diagnostics = field(default_factory=lambda: Diagnostics("unknown"))

@@ -1,0 +1,62 @@
+"""Dispatcher names → dispatchers; the one place that knows every policy."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cpsched.core.allocators import make_allocator
+from cpsched.core.contextual import with_allocator_context
+from cpsched.core.correcting import CorrectingDispatcher
+from cpsched.core.dispatcher import Dispatcher
+from cpsched.core.heuristics import ORDERS, ListDispatcher
+from cpsched.errors import UnknownPolicyError
+from cpsched.predictor.correction import CorrectionPolicy
+
+if TYPE_CHECKING:
+    from cpsched.core.cp.prepare import ModelConfig
+    from cpsched.core.cp.search import SearchConfig
+
+# name → (queue order, EASY backfilling?)
+HEURISTICS: dict[str, tuple[str, bool]] = {
+    "fcfs": ("fcfs", False),
+    "sjf": ("sjf", False),
+    "ljf": ("ljf", False),
+    "easy": ("fcfs", True),
+}
+CP_DISPATCHERS = ("hcp3", "pcp3", "pcp20")
+DISPATCHERS = (*HEURISTICS, *CP_DISPATCHERS)
+
+
+def make_dispatcher(
+    name: str,
+    allocator: str = "first-fit",
+    *,
+    plan: bool = True,
+    correction: CorrectionPolicy | None = None,
+    search: SearchConfig | None = None,
+    model: ModelConfig | None = None,
+) -> Dispatcher:
+    """The dispatcher registered as ``name`` placing jobs with ``allocator``.
+
+    ``plan=False`` lets a heuristic skip planned starts nobody will read (replays);
+    ``correction`` adds walltime-extension directives to its decisions; ``search`` sets
+    a CP dispatcher's time limits and deadline, ``model`` what goes into its models.
+    """
+    dispatcher: Dispatcher
+    if name in CP_DISPATCHERS:
+        # Imported here: OR-Tools is heavy, and heuristic-only callers never need it.
+        from cpsched.core.cp import make_cp_dispatcher
+
+        cp = make_cp_dispatcher(name, allocator, search, model=model)
+        dispatcher = with_allocator_context(cp, cp.allocator)
+    elif name in HEURISTICS:
+        order, backfill = HEURISTICS[name]
+        placer = make_allocator(allocator)
+        listed = ListDispatcher(name, ORDERS[order], placer, backfill=backfill, plan=plan)
+        # balanced, weighted, ... read the snapshot: they observe it before each call.
+        dispatcher = with_allocator_context(listed, placer)
+    else:
+        raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
+    if correction is not None and correction.kind != "off":
+        dispatcher = CorrectingDispatcher(dispatcher, correction)
+    return dispatcher

@@ -1,0 +1,292 @@
+"""The ``cpsched`` command: replay, compare, evaluate predictors, benchmark and serve."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cpsched import __version__, logs
+from cpsched.cli import bench, serve
+from cpsched.cli.generate import generate
+from cpsched.core.allocators import ALLOCATORS
+from cpsched.errors import CpschedError
+from cpsched.replay.compare import compare_dispatchers
+from cpsched.replay.runner import ReplaySettings, run_replay
+
+app = typer.Typer(
+    name="cpsched",
+    help="External constraint-programming scheduler for HPC clusters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+
+TraceArg = Annotated[
+    Path, typer.Argument(help="SWF trace (.swf or .swf.gz).", exists=True, dir_okay=False)
+]
+SystemOpt = Annotated[
+    Path | None,
+    typer.Option(help="TOML system description; default: derived from the SWF header."),
+]
+AllocatorOpt = Annotated[
+    str,
+    typer.Option(
+        help=f"{', '.join(ALLOCATORS)}; heterogeneous ones may name their critical types: "
+        "balanced:gpu,mic (default: the types not all nodes have)."
+    ),
+]
+PredictorOpt = Annotated[
+    str, typer.Option(help="Run-time predictor: wall-time, last-two, profile, adaboost, oracle.")
+]
+LimitsOpt = Annotated[
+    str,
+    typer.Option(
+        help="Time limit of a started job: its request, or its prediction (then only "
+        "walltime correction keeps an underestimated job alive)."
+    ),
+]
+CorrectionOpt = Annotated[
+    str, typer.Option(help="Walltime correction: off, simple (fixed steps) or power (EASY++).")
+]
+StepOpt = Annotated[int, typer.Option(help="Seconds a simple correction adds.")]
+LeadOpt = Annotated[int, typer.Option(help="Extend this many seconds before the limit.")]
+DeadlineOpt = Annotated[
+    float, typer.Option(help="CP dispatchers: seconds per call before the fallback answers.")
+]
+CpLimitOpt = Annotated[
+    float, typer.Option(help="CP dispatchers: first restart's time limit (doubles up to 16x).")
+]
+CpPatienceOpt = Annotated[
+    int,
+    typer.Option(min=1, help="CP dispatchers: stop after this many runs without improvement."),
+]
+ReserveAfterOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="CP dispatchers: reserve for a job once it has waited this many seconds (0: never).",
+    ),
+]
+ReuseOpt = Annotated[
+    bool,
+    typer.Option(help="CP dispatchers: offer the previous call's plan order as a hint."),
+]
+SearchCapOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="PCP3: above this many x[i,n] variables, answer with the greedy node plan "
+        "without building or searching the model (default: always search).",
+    ),
+]
+DeterministicOpt = Annotated[
+    bool,
+    typer.Option(help="CP dispatchers: limit searches by solver work, not wall time."),
+]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", help="Replay only the first N jobs.")]
+WarmupOpt = Annotated[
+    float, typer.Option(help="Share of the first jobs left out of the statistics.")
+]
+ValidateOpt = Annotated[
+    bool, typer.Option(help="Check every snapshot and decision independently (slow).")
+]
+ChargeOpt = Annotated[
+    bool, typer.Option(help="Charge the measured decision time to the simulated clock.")
+]
+PlotsOpt = Annotated[bool, typer.Option(help="Write PNG plots.")]
+TimingsOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Keep the measured dispatch times in summary.json; --no-timings moves them to "
+        "timings.json so that the same replay always gives a byte-identical summary.json."
+    ),
+]
+
+
+@app.callback()
+def main_options(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress.")] = False,
+) -> None:
+    logs.configure(logging.INFO if verbose else logging.WARNING)
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)
+
+
+@app.command()
+def replay(
+    trace: TraceArg,
+    out: Annotated[Path, typer.Option(help="Directory for summary.json, jobs, plots.")],
+    system: SystemOpt = None,
+    dispatcher: Annotated[
+        str, typer.Option(help="fcfs, sjf, ljf, easy, hcp3, pcp3 or pcp20.")
+    ] = "easy",
+    allocator: AllocatorOpt = "first-fit",
+    predictor: PredictorOpt = "wall-time",
+    limits: LimitsOpt = "requested",
+    correction: CorrectionOpt = "off",
+    correction_step: StepOpt = 3600,
+    correction_lead: LeadOpt = 60,
+    cp_deadline: DeadlineOpt = 2.0,
+    cp_limit: CpLimitOpt = 1.0,
+    cp_patience: CpPatienceOpt = 2,
+    cp_deterministic: DeterministicOpt = False,
+    cp_reserve_after: ReserveAfterOpt = 0,
+    cp_reuse: ReuseOpt = False,
+    cp_search_cap: SearchCapOpt = None,
+    jobs: JobsOpt = None,
+    warmup: WarmupOpt = 0.01,
+    validate: ValidateOpt = False,
+    charge_decision_time: ChargeOpt = False,
+    plots: PlotsOpt = True,
+    timings: TimingsOpt = True,
+    dump_instances: Annotated[
+        Path | None,
+        typer.Option(help="Write every dispatch instance to DIR (for bench-instances)."),
+    ] = None,
+    service: Annotated[
+        str | None,
+        typer.Option(
+            help="Replay over HTTP against the service at this URL: it predicts and "
+            "dispatches with its own configured policy; --limits, --correction and "
+            "--correction-lead still describe the simulated cluster (give them as the "
+            "service has them)."
+        ),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(help="Bearer token for --service.", envvar="CPSCHED_TOKEN")
+    ] = None,
+    cluster: Annotated[
+        str, typer.Option(help="Cluster name at the service (use a fresh one per replay).")
+    ] = "replay",
+) -> None:
+    """Replay a trace through one dispatcher and write its metrics to OUT."""
+    settings = ReplaySettings(
+        trace=trace,
+        out=out,
+        system=system,
+        dispatcher=dispatcher,
+        allocator=allocator,
+        predictor=predictor,
+        limits=limits,  # type: ignore[arg-type]  # checked by the runner, with a clear error
+        correction=correction,
+        correction_step=correction_step,
+        correction_lead=correction_lead,
+        cp_deadline=cp_deadline,
+        cp_limit=cp_limit,
+        cp_patience=cp_patience,
+        cp_deterministic=cp_deterministic,
+        cp_reserve_after=cp_reserve_after,
+        cp_reuse=cp_reuse,
+        cp_search_cap=cp_search_cap,
+        jobs=jobs,
+        warmup_fraction=warmup,
+        validate=validate,
+        charge_decision_time=charge_decision_time,
+        plots=plots,
+        timings=timings,
+        dump_instances=dump_instances,
+        service=service,
+        token=token,
+        cluster=cluster,
+    )
+    with Progress(
+        TextColumn("[bold]replay[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"{trace.name} · {dispatcher}", total=None)
+        summary = run_replay(
+            settings,
+            on_loaded=lambda n: bar.update(task, total=n),
+            progress=lambda done: bar.update(task, completed=done),
+        )
+    console.print(
+        f"{summary['jobs']} jobs · mean wait {summary['mean_wait_s']} s · "
+        f"mean bounded slowdown {summary['mean_bounded_slowdown']} · "
+        f"killed {summary['killed_jobs']} → {out / 'summary.json'}"
+    )
+
+
+@app.command()
+def compare(
+    trace: TraceArg,
+    out: Annotated[Path, typer.Option(help="Directory for one sub-directory per run and tables.")],
+    dispatchers: Annotated[
+        str, typer.Option(help="Comma-separated dispatchers; the table's ratios are to easy.")
+    ] = "fcfs,sjf,easy",
+    system: SystemOpt = None,
+    allocator: AllocatorOpt = "first-fit",
+    predictor: PredictorOpt = "wall-time",
+    jobs: JobsOpt = None,
+    warmup: WarmupOpt = 0.01,
+    workers: Annotated[int, typer.Option(help="Parallel replay processes.")] = 2,
+    plots: PlotsOpt = True,
+) -> None:
+    """Replay a trace through several dispatchers and tabulate each metric's ratio to EASY."""
+    names = [d.strip() for d in dispatchers.split(",") if d.strip()]
+    base = ReplaySettings(
+        trace=trace,
+        out=out,
+        system=system,
+        allocator=allocator,
+        predictor=predictor,
+        jobs=jobs,
+        warmup_fraction=warmup,
+        plots=plots,
+    )
+    with console.status(f"replaying {trace.name} with {', '.join(names)}"):
+        markdown = compare_dispatchers(base, names, workers=workers)
+    typer.echo(markdown)
+    console.print(f"tables → {out / 'comparison.md'}, {out / 'comparison.csv'}")
+
+
+app.command("bench-instances")(bench.bench_instances)
+app.command("generate")(generate)
+serve.register(app)
+
+
+@app.command("predict-eval")
+def predict_eval(
+    trace: TraceArg,
+    out: Annotated[Path, typer.Option(help="Directory for accuracy.json and the ratio plot.")],
+    predictor: PredictorOpt = "last-two",
+    system: SystemOpt = None,
+    jobs: JobsOpt = None,
+) -> None:
+    """Measure a predictor on a trace's completions, in time order, without scheduling."""
+    from cpsched.predictor.accuracy import evaluate, write_accuracy
+    from cpsched.predictor.registry import make_predictor
+    from cpsched.replay.runner import resolve_system
+    from cpsched.replay.swf import read_swf
+
+    loaded = read_swf(trace, resolve_system(trace, system), limit=jobs)
+    options: dict[str, object] = {}
+    if predictor == "oracle":
+        options["run_times"] = {tj.job.id: tj.run_time for tj in loaded.jobs}
+    with console.status(f"predicting {len(loaded.jobs)} jobs of {trace.name} with {predictor}"):
+        result = evaluate(loaded.jobs, make_predictor(predictor, **options))
+    write_accuracy(result, out)
+    console.print(
+        f"{result['jobs']} predictions · MAE {result['mae_s']} s · "
+        f"under {result['under_rate']} · over {result['over_rate']} → {out / 'accuracy.json'}"
+    )
+
+
+def main() -> None:
+    try:
+        app()
+    except CpschedError as error:
+        console.print(f"[red]error:[/] {error}", soft_wrap=True)
+        raise SystemExit(2) from None

@@ -1,0 +1,74 @@
+"""Check that the service reproduces a replay: the same trace, policy and jobs replayed
+in process and over HTTP against a fresh local ``cpsched serve`` (SQLite) must give the
+same summary. A site runs it before trusting a deployment; ``./dev run`` runs it on KTH.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cpsched.cli.local_service import local_service
+from cpsched.replay.compare_table import DEFAULT_KEYS, comparison_rows, to_markdown
+from cpsched.replay.runner import ReplaySettings, run_replay
+
+TOKEN = "http-check-token"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpCheck:
+    identical: bool
+    differing: list[str]
+    table: str
+    http_seconds: float
+    in_process_seconds: float
+
+
+def _metrics(path: Path) -> dict[str, object]:
+    summary = json.loads((path / "summary.json").read_text())
+    summary.pop("settings", None)
+    return summary
+
+
+def http_check(settings: ReplaySettings) -> HttpCheck:
+    """Replay ``settings`` in process, then over HTTP against a local service configured
+    with the same policy, and compare the two summaries."""
+    in_process = replace(settings, out=settings.out / "in-process", timings=False)
+    began = time.perf_counter()
+    run_replay(in_process)
+    local_s = time.perf_counter() - began
+    policy = {
+        "dispatcher": settings.dispatcher,
+        "allocator": settings.allocator,
+        "predictor": settings.predictor,
+        "correction": settings.correction,
+        "correction_step": settings.correction_step,
+        "correction_lead": settings.correction_lead,
+        "deadline_s": max(settings.cp_deadline * 1.25, 1.0),
+        "cp_limit_s": settings.cp_limit,
+        "cp_patience": settings.cp_patience,
+        "cp_deterministic": settings.cp_deterministic,
+        "cp_reserve_after_s": settings.cp_reserve_after,
+    }
+    with local_service(settings.out / "service", token=TOKEN, **policy) as service:
+        over_http = replace(
+            settings,
+            out=settings.out / "over-http",
+            timings=False,
+            service=service.url,
+            token=TOKEN,
+            cluster="http-check",
+        )
+        began = time.perf_counter()
+        run_replay(over_http)
+        http_s = time.perf_counter() - began
+    local, remote = _metrics(in_process.out), _metrics(over_http.out)
+    differing = sorted(k for k in local.keys() | remote.keys() if local.get(k) != remote.get(k))
+    rows = comparison_rows(
+        {"in-process": local, "over-http": remote},
+        baseline="in-process",
+        keys=[k for k in DEFAULT_KEYS if not k.startswith("dispatch_ms")],
+    )
+    return HttpCheck(not differing, differing, to_markdown(rows), http_s, local_s)

@@ -1,0 +1,143 @@
+"""``cpsched serve`` and ``cpsched db``: run the service, manage its schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cpsched import logs
+from cpsched.service.settings import load_settings
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="TOML configuration file (CPSCHED_* variables override it)."),
+]
+DatabaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url", help="Database URL; default from the config, else ./cpsched.db."
+    ),
+]
+
+db_app = typer.Typer(
+    help="Database schema: upgrade, downgrade, current revision.", no_args_is_help=True
+)
+
+
+def serve(
+    config: ConfigOpt = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8480,
+    database_url: DatabaseOpt = None,
+    upgrade: Annotated[
+        bool, typer.Option("--upgrade", help="Apply pending migrations before starting.")
+    ] = False,
+    access_log: Annotated[bool, typer.Option(help="Log every request.")] = False,
+) -> None:
+    """Run the scheduling service (FastAPI) until interrupted."""
+    import uvicorn
+
+    from cpsched.service.app import create_app
+
+    settings = load_settings(
+        config, database_url=database_url, upgrade_on_start=True if upgrade else None
+    )
+    logs.configure(settings.log_level.upper())
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=settings.log_level.lower(),
+        log_config=None,  # keep our JSON handler (cpsched.logs)
+        access_log=access_log,
+        # One process: dispatches of a cluster must be serialised in one place.
+        workers=1,
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    config: ConfigOpt = None,
+    database_url: DatabaseOpt = None,
+    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
+) -> None:
+    """Create or migrate the schema to the latest (or given) revision."""
+    from cpsched.service.store import migrate
+    from cpsched.service.store.database import make_engine
+
+    engine = make_engine(load_settings(config, database_url=database_url).database_url)
+    migrate.upgrade(engine, revision)
+    typer.echo(f"schema at {migrate.current_revision(engine)}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision ('base' drops every table).")],
+    config: ConfigOpt = None,
+    database_url: DatabaseOpt = None,
+) -> None:
+    """Migrate the schema back to ``revision``."""
+    from cpsched.service.store import migrate
+    from cpsched.service.store.database import make_engine
+
+    engine = make_engine(load_settings(config, database_url=database_url).database_url)
+    migrate.downgrade(engine, revision)
+    typer.echo(f"schema at {migrate.current_revision(engine) or 'base'}")
+
+
+@db_app.command("current")
+def db_current(config: ConfigOpt = None, database_url: DatabaseOpt = None) -> None:
+    """Print the schema's revision and whether it is the latest."""
+    from cpsched.service.store import migrate
+    from cpsched.service.store.database import make_engine
+
+    engine = make_engine(load_settings(config, database_url=database_url).database_url)
+    current = migrate.current_revision(engine)
+    head = migrate.head_revision()
+    typer.echo(f"{current or 'empty'} ({'current' if current == head else f'latest is {head}'})")
+
+
+def http_check_command(
+    trace: Annotated[Path, typer.Argument(help="SWF trace.", exists=True, dir_okay=False)],
+    out: Annotated[Path, typer.Option(help="Directory for both replays and the service.")],
+    jobs: Annotated[int | None, typer.Option(help="Replay only the first N jobs.")] = 2000,
+    system: Annotated[Path | None, typer.Option(help="TOML system description.")] = None,
+    dispatcher: Annotated[str, typer.Option(help="Dispatcher of both runs.")] = "easy",
+    allocator: Annotated[str, typer.Option(help="Allocator of both runs.")] = "first-fit",
+    predictor: Annotated[str, typer.Option(help="Predictor of both runs.")] = "last-two",
+) -> None:
+    """Start a local service on SQLite, replay TRACE through it over HTTP and in process,
+    and check that both give the same results."""
+    from cpsched.cli.http_check import http_check
+    from cpsched.replay.runner import ReplaySettings
+
+    settings = ReplaySettings(
+        trace=trace,
+        out=out,
+        system=system,
+        jobs=jobs,
+        dispatcher=dispatcher,
+        allocator=allocator,
+        predictor=predictor,
+        plots=False,
+    )
+    typer.echo(f"replaying {jobs or 'all'} jobs of {trace.name} in process and over HTTP...")
+    result = http_check(settings)
+    typer.echo(result.table)
+    typer.echo(
+        f"in process {result.in_process_seconds:.1f} s, over HTTP {result.http_seconds:.1f} s "
+        f"(service on SQLite, log in {out / 'service'})"
+    )
+    if not result.identical:
+        typer.echo(f"DIFFERENT: {', '.join(result.differing)}", err=True)
+        raise typer.Exit(1)
+    typer.echo("identical: the service reproduces the in-process replay")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.add_typer(db_app, name="db")
+    app.command("http-check")(http_check_command)

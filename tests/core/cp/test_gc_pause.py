@@ -1,0 +1,102 @@
+"""The garbage collector is held off during a CP call and restored after it."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from cpsched.core import Decision, Diagnostics, make_dispatcher
+from cpsched.core.cp import gc_pause, make_cp_dispatcher
+from cpsched.core.cp.gc_pause import collector_paused
+from tests.core.cp._util import DETERMINISTIC
+from tests.factories import job, limits_as_durations, nodes, snapshot
+
+
+@pytest.fixture(autouse=True)
+def _collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_paused_inside_and_restored_after_even_on_error():
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def test_a_collector_that_was_off_stays_off():
+    gc.disable()
+    with collector_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def _call_under_way() -> tuple[threading.Event, threading.Thread]:
+    """A call in another thread that holds the collector off until released."""
+    inside, release = threading.Event(), threading.Event()
+
+    def long_call():
+        with collector_paused():
+            inside.set()
+            release.wait(timeout=10)
+
+    worker = threading.Thread(target=long_call)
+    worker.start()
+    assert inside.wait(timeout=10)
+    return release, worker
+
+
+def test_overlapping_calls_in_threads_resume_it_when_the_last_one_ends():
+    release, worker = _call_under_way()
+    with collector_paused():
+        pass
+    assert not gc.isenabled()  # the other call is still under way
+    release.set()
+    worker.join(timeout=10)
+    assert gc.isenabled()
+
+
+class _Recording:
+    """An EASY fallback that notes whether the collector ran during the call."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.inner = make_dispatcher("easy", "best-fit")
+        self.enabled: list[bool] = []
+
+    def decide(self, snap, durations) -> Decision:
+        self.enabled.append(gc.isenabled())
+        decision = self.inner.decide(snap, durations)
+        return Decision(decision.starts, planned=decision.planned, diagnostics=Diagnostics("x"))
+
+
+def test_a_cp_call_runs_with_the_collector_paused():
+    fallback = _Recording()
+    dispatcher = make_cp_dispatcher("hcp3", search=DETERMINISTIC)
+    dispatcher.fallback = fallback
+    snap = snapshot(0, nodes(4), [], [job("a", units=2), job("b", units=3)])
+    dispatcher.decide(snap, limits_as_durations(snap))
+    assert fallback.enabled == [False]
+    assert gc.isenabled()
+
+
+def test_calls_that_never_stop_overlapping_still_collect_now_and_then(monkeypatch):
+    collected = []
+    monkeypatch.setattr(gc, "collect", lambda *args: collected.append(args) or 0)
+    release, worker = _call_under_way()
+    for _ in range(gc_pause.MAX_HELD):
+        with collector_paused():
+            pass
+    assert len(collected) == 1 and not gc.isenabled()
+    release.set()
+    worker.join(timeout=10)
+    assert gc.isenabled()

@@ -1,0 +1,76 @@
+"""The wheel a site installs: one import namespace, and a base install that says what it lacks.
+
+Built once per session from this checkout; the base install is a fresh virtual environment
+with ``pip install cpsched`` and no extras, as docs/bridge.md tells a controller host.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("cpsched-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def base_install(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment holding cpsched without extras; returns its bin directory."""
+    env = tmp_path_factory.mktemp("base-venv")
+    venv.create(env, with_pip=True)
+    subprocess.run(
+        [env / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         str(wheel)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return env / "bin"
+
+
+def test_the_wheel_installs_one_import_name(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    top_level = {
+        name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")
+    }
+    assert top_level == {"cpsched"}
+    # Every package folder of the repository is inside the namespace, with its data files.
+    for package in ("core", "wire", "predictor", "service", "slurm_bridge", "replay", "migrations"):
+        assert f"cpsched/{package}/__init__.py" in names
+    assert "cpsched/migrations/script.py.mako" in names
+    assert any(name.startswith("cpsched/slurm_bridge/kit/") for name in names)
+
+
+def test_base_install_cpsched_names_the_missing_extra(base_install: Path) -> None:
+    done = subprocess.run(
+        [base_install / "cpsched", "replay", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "pip install 'cpsched[service]'" in lines[0]
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_base_install_bridge_works(base_install: Path) -> None:
+    done = subprocess.run(
+        [base_install / "cpsched-bridge", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "run" in done.stdout
