@@ -30,7 +30,7 @@ def units_fitting(free: Sequence[int], wanted: Wanted) -> int:
 
 
 def shift(
-    rows: list[Sequence[int]], total: list[int], allocation: Allocation, job: Job, sign: int
+    rows: list[Amounts], total: list[int], allocation: Allocation, job: Job, sign: int
 ) -> None:
     """Add (``sign`` = 1) or remove (-1) what ``job`` uses at ``allocation``.
 
@@ -53,7 +53,7 @@ class FreeCapacity:
     def __init__(
         self, rows: Sequence[Amounts], total: Sequence[int], capacity_total: Amounts
     ) -> None:
-        self._rows: list[Sequence[int]] = list(rows)
+        self._rows: list[Amounts] = list(rows)
         self.total: list[int] = list(total)
         self.capacity_total = capacity_total
 
@@ -65,10 +65,10 @@ class FreeCapacity:
     def node_count(self) -> int:
         return len(self._rows)
 
-    def row(self, node: int) -> Sequence[int]:
+    def row(self, node: int) -> Amounts:
         return self._rows[node]
 
-    def rows(self) -> list[Sequence[int]]:
+    def rows(self) -> list[Amounts]:
         return self._rows
 
     def fits_total(self, request: Amounts) -> bool:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Decision, Extension, Snapshot
-from cpsched.predictor.correction import CorrectionPolicy
 
 
 def extensions_due(snapshot: Snapshot, policy: CorrectionPolicy) -> tuple[Extension, ...]:

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 from cpsched.core.allocators import make_allocator
 from cpsched.core.contextual import with_allocator_context
 from cpsched.core.correcting import CorrectingDispatcher
+from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.heuristics import ORDERS, ListDispatcher
 from cpsched.errors import UnknownPolicyError
-from cpsched.predictor.correction import CorrectionPolicy
 
 if TYPE_CHECKING:
     from cpsched.core.cp.prepare import ModelConfig

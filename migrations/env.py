@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import engine_from_config, pool
+from sqlalchemy import Connection, engine_from_config, pool
 
 from cpsched.service.store.models import Base
 
@@ -36,7 +36,7 @@ def run_migrations_online() -> None:
         _run(conn)
 
 
-def _run(connection: object) -> None:
+def _run(connection: Connection) -> None:
     # Batch mode lets later migrations alter tables on SQLite, which has no ALTER COLUMN.
     context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
     with context.begin_transaction():

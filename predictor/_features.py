@@ -95,7 +95,7 @@ class FeatureState:
 
     def _ended(self, user: str, before: int | None) -> list[_Entry]:
         """The user's kept jobs that had ended by ``before`` (all if None), newest first."""
-        kept = self.recent_.get(user, ())
+        kept = self.recent_.get(user, [])
         if before is None:
             return kept[::-1]
         return [entry for entry in reversed(kept) if entry[0] <= before]

@@ -119,8 +119,8 @@ def _machine(result: ReplayResult) -> dict[str, object]:
     if span > 0 and len(series):
         used = _step_integral(series.time, series.used, t0, t1)
         for name, cap, u in zip(names, series.capacity, used, strict=True):
-            utilisation[name] = _num(u / (cap * span)) if cap > 0 else None
-        mean_queue = _num(_step_integral(series.time, series.queue_length, t0, t1) / span)
+            utilisation[name] = _num(float(u) / (cap * span)) if cap > 0 else None
+        mean_queue = _num(float(_step_integral(series.time, series.queue_length, t0, t1)) / span)
     elif span > 0:
         utilisation = dict.fromkeys(names, 0.0)
         mean_queue = 0.0
@@ -159,7 +159,7 @@ def _dispatch(result: ReplayResult, include_timings: bool) -> dict[str, object]:
 
 def _by_class(m: JobMetrics, keep: slice) -> dict[str, dict[str, object]]:
     classes = m.length_class[keep]
-    out = {}
+    out: dict[str, dict[str, object]] = {}
     for code, name in enumerate(LENGTH_CLASSES):
         sel = classes == code
         wait = m.wait[keep][sel]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
@@ -39,7 +40,7 @@ def _per_unit(job: Job, names: tuple[str, ...]) -> dict[str, int]:
     return {name: amount for name, amount in zip(names, job.unit_request, strict=True) if amount}
 
 
-def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, object]:
+def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, Any]:
     return {
         "id": job.id,
         "user": job.user,

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from cpsched.core import make_dispatcher
+from cpsched.core.correction import correction_policy
 from cpsched.core.registry import CP_DISPATCHERS
 from cpsched.errors import ConfigError, TraceError, UnknownPolicyError
-from cpsched.predictor.correction import correction_policy
 from cpsched.predictor.registry import PREDICTORS, make_predictor
 from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
 from cpsched.replay.outputs import write_outputs

@@ -12,7 +12,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -57,7 +57,7 @@ def token_for_cluster(cluster: ClusterName, request: Request) -> str:
 
 
 Authorised = Annotated[str, Depends(token_for_cluster)]
-ERRORS = {
+ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut},
     503: {"model": ErrorOut},
     401: {"model": ErrorOut},

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot, make_dispatcher
+from cpsched.core.correction import correction_policy
 from cpsched.core.registry import CP_DISPATCHERS
 from cpsched.predictor.base import FinishedJob, Predictor
-from cpsched.predictor.correction import correction_policy
 from cpsched.predictor.registry import make_predictor
 from cpsched.service.convert import core_job
 from cpsched.service.settings import ClusterPolicy

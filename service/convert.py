@@ -108,9 +108,9 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
                     f"running job {rj.id!r} is allocated to node {node_name!r}, which is not "
                     "in the snapshot's node list; send every node that runs a job"
                 )
-            node = node_index[node_name]
-            allocation.append((node, units))
-            row = used[node]
+            at = node_index[node_name]
+            allocation.append((at, units))
+            row = used[at]
             for r, amount in enumerate(unit_request):
                 row[r] += units * amount
         running.append(

@@ -18,6 +18,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -41,6 +42,7 @@ from cpsched.wire.schemas import (
     JobInfoOut,
     PendingReason,
     StartOut,
+    end_state,
 )
 
 log = logging.getLogger(__name__)
@@ -287,7 +289,7 @@ class Orchestrator:
             done = history.finished_job(session, runtime.cluster_id, job_id)
             predictions = history.predictions_of(session, runtime.cluster_id, job_id)
         latest = predictions[-1] if predictions else None
-        base = {
+        base: dict[str, Any] = {
             "cluster": cluster,
             "job_id": job_id,
             "predicted_run_time": latest.predicted if latest else None,
@@ -385,5 +387,5 @@ def _wire(row: FinishedJobRow) -> FinishedJobIn:
         per_unit=row.per_unit,
         start=row.start_time,
         end=row.end_time,
-        state=row.state,
+        state=end_state(row.state),
     )

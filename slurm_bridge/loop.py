@@ -235,9 +235,9 @@ class Bridge:
             except ServiceError as exc:
                 report.notes.append(f"finished jobs not delivered yet: {exc}")
                 return
-            for job in chunk:
-                self.book.delivered[job.id] = job.end
-                self.seen.pop(job.id, None)
+            for sent in chunk:
+                self.book.delivered[sent.id] = sent.end
+                self.seen.pop(sent.id, None)
             report.finished_posted += ack.stored
             report.finished_duplicates += ack.duplicates
             # persist after every acknowledged chunk: a crash here must not re-count
@@ -296,7 +296,7 @@ class Bridge:
 
 
 def _fields(job: JobView) -> dict:
-    return {name: getattr(job, name) for name in job.__slots__}  # type: ignore[attr-defined]
+    return {name: getattr(job, name) for name in job.__slots__}
 
 
 def _summary(report: CycleReport) -> dict[str, object]:

@@ -6,7 +6,14 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from cpsched.slurm_bridge.model import ClusterState, JobView
-from cpsched.wire.schemas import DispatchRequest, FinishedJobIn, JobIn, NodeIn, RunningJobIn
+from cpsched.wire.schemas import (
+    DispatchRequest,
+    FinishedJobIn,
+    JobIn,
+    NodeIn,
+    RunningJobIn,
+    end_state,
+)
 
 log = logging.getLogger("slurm_bridge.snapshot")
 
@@ -93,10 +100,9 @@ def finished_batch(jobs: Iterable[JobView]) -> list[FinishedJobIn]:
     for job in jobs:
         if job.start is None or job.end is None:
             continue
-        state = (
-            job.state
-            if job.state in {"completed", "failed", "cancelled", "timeout", "node_fail"}
-            else "other"
+        out.append(
+            FinishedJobIn(
+                **_job_fields(job), start=job.start, end=job.end, state=end_state(job.state)
+            )
         )
-        out.append(FinishedJobIn(**_job_fields(job), start=job.start, end=job.end, state=state))
     return out

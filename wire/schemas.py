@@ -8,7 +8,7 @@ Job ids are strings (Slurm arrays are "123_4", PBS ids carry the server name).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -148,6 +148,15 @@ class DecisionOut(ResponseModel):
 
 
 JobEndState = Literal["completed", "failed", "cancelled", "timeout", "node_fail", "other"]
+JOB_END_STATES: tuple[JobEndState, ...] = get_args(JobEndState)
+
+
+def end_state(raw: str) -> JobEndState:
+    """A workload manager's end state as the schema names it: unknown ones are ``other``."""
+    for state in JOB_END_STATES:
+        if raw == state:
+            return state
+    return "other"
 
 
 class FinishedJobIn(JobIn):

@@ -7,6 +7,7 @@ horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from cpsched.core.allocators import make_allocator
@@ -40,8 +41,12 @@ def make_cp_dispatcher(
     search = search or SearchConfig()
     if search.presolve is None:
         search = replace(search, presolve=PRESOLVE_BY_DEFAULT[name])
-    kind = {"hcp3": HCP3Dispatcher, "pcp3": PCP3Dispatcher, "pcp20": PCP20Dispatcher}[name]
-    return kind(make_allocator(allocator), search, model)
+    kinds: dict[str, Callable[..., CPDispatcher]] = {
+        "hcp3": HCP3Dispatcher,
+        "pcp3": PCP3Dispatcher,
+        "pcp20": PCP20Dispatcher,
+    }
+    return kinds[name](make_allocator(allocator), search, model)
 
 
 __all__ = [

@@ -98,11 +98,11 @@ def serial_plan(
             place(job, profile.earliest(job))
     by_id = {j.job.id: j for j in prepared.jobs}
     for job_id in now_first:
-        job = by_id.get(job_id)
-        if job is None or job_id in plan:
+        first = by_id.get(job_id)
+        if first is None or job_id in plan:
             continue
-        if profile.fits(0, job.length, job.demand) is None:
-            place(job, 0)
+        if profile.fits(0, first.length, first.demand) is None:
+            place(first, 0)
     for job in prepared.jobs if order is None else order:
         if job.job.id not in plan:
             place(job, profile.earliest(job))

@@ -211,8 +211,8 @@ def build_position_model(
             k0 = next(k for k, a in enumerate(ureq) if a)
             for prev, nxt in pairwise(job_positions):
                 model.add(prev[k0] + ureq[k0] <= nxt[k0])  # type: ignore[operator]
-            for prev, nxt in pairwise(job_nodes):
-                model.add(prev <= nxt)
+            for left, right in pairwise(job_nodes):
+                model.add(left <= right)
         node_vars.append(tuple(job_nodes))
         positions.append(tuple(job_positions))
     for k in range(width):

@@ -215,7 +215,12 @@ def solve_with_restarts(
             objective = round(solver.objective_value)
             # A proven optimum above the incumbent's objective: the hint was no solution
             # of the model after all (a bug in a hint builder); trust the solver.
-            hint_was_wrong = from_hint and code == cp_model.OPTIMAL and objective > incumbent
+            hint_was_wrong = (
+                from_hint
+                and incumbent is not None
+                and code == cp_model.OPTIMAL
+                and objective > incumbent
+            )
             if best_objective is None or objective < best_objective or hint_was_wrong:
                 best = _values(solver, indices)
                 best_objective, stale, from_hint = objective, 0, False
@@ -284,7 +289,7 @@ def _set_hint(model: cp_model.CpModel, indices: Sequence[int], values: Sequence[
     # flipped.
     if len(indices) != len(values):
         raise ValueError(f"{len(indices)} variables but {len(values)} hint values")
-    model.clear_hints()
+    model.clear_hints()  # type: ignore[no-untyped-call]
     hint = model.proto.solution_hint
     hint.vars.extend([i if i >= 0 else -i - 1 for i in indices])
     hint.values.extend(

@@ -9,6 +9,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from cpsched.cli.local_service import local_service
 from cpsched.replay.compare_table import DEFAULT_KEYS, comparison_rows, to_markdown
@@ -39,7 +40,7 @@ def http_check(settings: ReplaySettings) -> HttpCheck:
     began = time.perf_counter()
     run_replay(in_process)
     local_s = time.perf_counter() - began
-    policy = {
+    policy: dict[str, Any] = {
         "dispatcher": settings.dispatcher,
         "allocator": settings.allocator,
         "predictor": settings.predictor,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Insert, bindparam, select, update
+from sqlalchemy import Insert, Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -72,7 +72,7 @@ def store_finished(session: Session, cluster: int, jobs: Sequence[FinishedJobIn]
             return store_finished(session, cluster, jobs)
         # One executemany for the batch: ingestion rate is what a busy cluster needs.
         # (Core statement: the ORM would insist on an UPDATE by primary key.)
-        predictions = PredictionRow.__table__
+        predictions = cast(Table, PredictionRow.__table__)
         session.execute(
             update(predictions)
             .where(predictions.c.cluster_id == cluster, predictions.c.job_id == bindparam("jid"))

@@ -128,7 +128,7 @@ class FixedPredictor:
 
 
 def replay_with_limits(trace, predictor, correction="off", lead=60, step=3600):
-    from cpsched.predictor.correction import CorrectionPolicy
+    from cpsched.core.correction import CorrectionPolicy
 
     policy = CorrectionPolicy(correction, step=step, lead=lead, cap=10_000)
     sim = Simulator(

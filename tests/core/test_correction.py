@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cpsched.core.correction import CorrectionPolicy, correction_policy, limit_sequence
 from cpsched.errors import ConfigError, UnknownPolicyError
-from cpsched.predictor.correction import CorrectionPolicy, correction_policy, limit_sequence
 
 
 def test_simple_adds_an_hour_each_time():

@@ -58,7 +58,7 @@ class CorrectionPolicy:
             return self.step
         if self.kind == "power":
             # Extension number k = extensions_so_far + 1 is walltime value j = k + 1.
-            return self.base * 2**extensions_so_far
+            return self.base << extensions_so_far
         return 0
 
     def next_limit(self, current_limit: int, extensions_so_far: int) -> int | None:
