@@ -1,0 +1,41 @@
+"""``/healthz``, ``/readyz`` and ``/metrics``: for the supervisor and for Prometheus."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from cpsched.service.deps import EngineDep, MetricsDep
+from cpsched.service.store import migrate
+
+router = APIRouter()
+
+
+@router.get("/healthz", summary="The process is up.")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="The database is reachable and its schema current.")
+def readyz(engine: EngineDep) -> JSONResponse:
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        current = migrate.is_current(engine)
+    except Exception as exc:
+        return JSONResponse({"status": "database unreachable", "detail": type(exc).__name__}, 503)
+    if not current:
+        return JSONResponse({"status": "schema out of date: run 'cpsched db upgrade'"}, 503)
+    return JSONResponse({"status": "ready"})
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics.",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}}},
+)
+def prometheus(metrics: MetricsDep) -> Response:
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,33 @@
+"""``/v1/clusters/{cluster}/jobs``: finished jobs in, what is known of a job out."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from cpsched.service.deps import Authorised, ClusterName, JobId, OrchestratorDep
+from cpsched.service.routes.common import ERRORS
+from cpsched.wire.schemas import FinishedAck, FinishedBatch, JobInfoOut
+
+router = APIRouter(prefix="/v1/clusters/{cluster}/jobs", responses=ERRORS)
+
+
+@router.post(
+    "/finished",
+    response_model=FinishedAck,
+    summary="Record finished jobs (idempotent; acknowledged only once committed).",
+)
+def finished(
+    cluster: ClusterName, body: FinishedBatch, _token: Authorised, orchestrator: OrchestratorDep
+) -> FinishedAck:
+    return orchestrator.finished(cluster, body)
+
+
+@router.get(
+    "/{job_id}",
+    response_model=JobInfoOut,
+    summary="What the service knows of a job: history, prediction, why it waits.",
+)
+def job_info(
+    cluster: ClusterName, job_id: JobId, _token: Authorised, orchestrator: OrchestratorDep
+) -> JobInfoOut:
+    return orchestrator.job_info(cluster, job_id)
