@@ -34,6 +34,7 @@ from cpsched.replay.metrics import job_metrics, summarise, warmup_count
 from cpsched.replay.results import ReplayResult
 from cpsched.replay.runner import ReplaySettings, simulate
 from cpsched.replay.system import load_system
+from cpsched.runtime.policy import Policy
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM = REPO / "systems" / "eurora.toml"
@@ -78,9 +79,9 @@ def replay_month(
                 trace=trace,
                 out=out,
                 system=SYSTEM,
-                dispatcher=scheduler,
-                allocator=allocator,
-                predictor=predictor,
+                policy=Policy.parse(
+                    {"dispatcher": scheduler, "allocator": allocator, "predictor": predictor}
+                ),
                 plots=False,
             )
             result = simulate(settings)

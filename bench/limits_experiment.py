@@ -38,6 +38,7 @@ from pathlib import Path
 
 from cpsched.replay.metrics import summarise
 from cpsched.replay.runner import ReplaySettings, simulate
+from cpsched.runtime.policy import Policy
 
 RUNS = {
     "requested": {"limits": "requested", "correction": "off"},
@@ -64,11 +65,10 @@ def main() -> None:
         trace=args.trace,
         out=Path("unused"),
         system=args.system,
-        dispatcher=args.dispatcher,
-        predictor=args.predictor,
+        policy=Policy.parse({"dispatcher": args.dispatcher, "predictor": args.predictor}),
         jobs=args.jobs,
     )
-    runs = [replace(base, **options) for options in RUNS.values()]  # type: ignore[arg-type]
+    runs = [replace(base, policy=base.policy.but(**options)) for options in RUNS.values()]
     with ProcessPoolExecutor(max_workers=2) as pool:
         summaries = dict(zip(RUNS, pool.map(run, runs), strict=True))
     reference = summaries["requested"]

@@ -27,27 +27,42 @@ CP_DISPATCHERS = ("hcp3", "pcp3", "pcp20")
 DISPATCHERS = (*HEURISTICS, *CP_DISPATCHERS)
 
 
+def is_cp(name: str) -> bool:
+    """Whether ``name`` is a CP dispatcher (it solves models with OR-Tools)."""
+    return name in CP_DISPATCHERS
+
+
 def make_dispatcher(
     name: str,
-    allocator: str = "first-fit",
+    allocator: str,
     *,
     plan: bool = True,
     correction: CorrectionPolicy | None = None,
     search: SearchConfig | None = None,
     model: ModelConfig | None = None,
+    merge_running: bool = True,
+    node_symmetry: bool = False,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
     ``plan=False`` lets a heuristic skip planned starts nobody will read (replays);
     ``correction`` adds walltime-extension directives to its decisions; ``search`` sets
-    a CP dispatcher's time limits and deadline, ``model`` what goes into its models.
+    a CP dispatcher's time limits and deadline, ``model`` what goes into its models;
+    ``merge_running`` and ``node_symmetry`` are PCP'20's and PCP3's formulation options.
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
         # Imported here: OR-Tools is heavy, and heuristic-only callers never need it.
         from cpsched.core.cp import make_cp_dispatcher
 
-        cp = make_cp_dispatcher(name, allocator, search, model=model)
+        cp = make_cp_dispatcher(
+            name,
+            allocator,
+            search,
+            model=model,
+            merge_running=merge_running,
+            node_symmetry=node_symmetry,
+        )
         dispatcher = with_allocator_context(cp, cp.allocator)
     elif name in HEURISTICS:
         order, backfill = HEURISTICS[name]

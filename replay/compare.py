@@ -5,7 +5,6 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
-from cpsched.core import make_dispatcher
 from cpsched.replay.compare_table import comparison_rows, to_markdown, write_csv
 from cpsched.replay.outputs import atomic_target
 from cpsched.replay.runner import ReplaySettings, run_replay
@@ -22,14 +21,17 @@ def compare_dispatchers(base: ReplaySettings, names: list[str], *, workers: int 
     """
     if BASELINE not in names:
         names = [*names, BASELINE]
-    for name in names:
-        make_dispatcher(name, base.allocator)  # a typo fails now, not after other replays
-    runs = [replace(base, dispatcher=name, out=base.out / name) for name in names]
+    # Each policy is validated now: a typo fails before other replays have run.
+    runs = [
+        replace(base, policy=base.policy.but(dispatcher=name), out=base.out / name)
+        for name in names
+    ]
     with ProcessPoolExecutor(max_workers=max(1, min(workers, len(runs)))) as pool:
         summaries = dict(zip(names, pool.map(run_replay, runs), strict=True))
     rows = comparison_rows(summaries, baseline=BASELINE)
     markdown = (
-        f"Trace {base.trace.name}, allocator {base.allocator}, predictor {base.predictor}; "
+        f"Trace {base.trace.name}, allocator {base.policy.allocator}, "
+        f"predictor {base.policy.predictor}; "
         f"first {base.warmup_fraction:.0%} of jobs excluded as warm-up; ratios are to EASY.\n\n"
         + to_markdown(rows)
     )

@@ -13,13 +13,10 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cpsched.core import Decision, Dispatcher, Job, Snapshot, make_dispatcher
-from cpsched.core.correction import correction_policy
-from cpsched.core.registry import CP_DISPATCHERS
+from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.predictor.base import FinishedJob, Predictor
-from cpsched.predictor.registry import make_predictor
+from cpsched.runtime.policy import Policy
 from cpsched.service.convert import core_job
-from cpsched.service.settings import ClusterPolicy
 from cpsched.service.store.history import Prediction
 from cpsched.wire.schemas import FinishedJobIn
 
@@ -28,50 +25,20 @@ log = logging.getLogger(__name__)
 CENSORED_STATES = frozenset({"timeout", "node_fail"})
 """End states whose run time is not the job's real one: predictors must not learn them."""
 
-DEFAULT_CAP = 7 * 86400
-"""Cap of walltime extensions when the policy sets none (as the replay)."""
+ANSWER_MARGIN = 1.25
+"""The service answers within this many times the policy's deadline: the dispatcher gets
+the deadline itself, as in a replay, and parsing, predicting and the audit row the rest."""
 
 
-def build_predictor(policy: ClusterPolicy) -> Predictor:
-    if policy.predictor == "adaboost":
-        # Retraining must never block a dispatch: fit in the background, predict with the
-        # previous model (or last-two) meanwhile.
-        return make_predictor("adaboost", background=True, retrain_every=policy.retrain_every)
-    return make_predictor(policy.predictor)
+def build_predictor(policy: Policy) -> Predictor:
+    # Retraining must never block a dispatch: AdaBoost fits in the background and predicts
+    # with the previous model (or last-two) meanwhile.
+    return policy.make_predictor(background=True)
 
 
-def build_dispatchers(policy: ClusterPolicy) -> tuple[Dispatcher, Dispatcher]:
+def build_dispatchers(policy: Policy) -> tuple[Dispatcher, Dispatcher]:
     """The configured dispatcher and the heuristic answering when it cannot in time."""
-    correction = correction_policy(
-        policy.correction,
-        step=policy.correction_step,
-        lead=policy.correction_lead,
-        cap=policy.max_time_limit or DEFAULT_CAP,
-    )
-    search = model = None
-    if policy.dispatcher in CP_DISPATCHERS:
-        from cpsched.core.cp import ModelConfig, SearchConfig
-
-        # The solver's own deadline is kept inside the request's, leaving time to parse,
-        # predict and commit the audit row.
-        search = SearchConfig(
-            initial_limit=policy.cp_limit_s,
-            max_limit=16 * policy.cp_limit_s,
-            patience=policy.cp_patience,
-            deadline=policy.deadline_s * 0.8,
-            deterministic=policy.cp_deterministic,
-        )
-        model = ModelConfig(reserve_after=policy.cp_reserve_after_s or None)
-    dispatcher = make_dispatcher(
-        policy.dispatcher,
-        policy.allocator,
-        plan=True,
-        correction=correction,
-        search=search,
-        model=model,
-    )
-    fallback = make_dispatcher("easy", "best-fit", plan=False, correction=correction)
-    return dispatcher, fallback
+    return policy.make_dispatcher(plan=True), policy.make_fallback()
 
 
 def finished_core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
@@ -89,7 +56,7 @@ class PredictedDurations:
 
 
 class ClusterRuntime:
-    def __init__(self, name: str, cluster_id: int, policy: ClusterPolicy) -> None:
+    def __init__(self, name: str, cluster_id: int, policy: Policy) -> None:
         self.name = name
         self.cluster_id = cluster_id
         self.policy = policy

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.core.durations import Durations
-from cpsched.service.cluster import ClusterRuntime
+from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
 from cpsched.service.convert import to_decision_out, to_snapshot
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.settings import ServiceSettings
@@ -133,7 +133,7 @@ class Orchestrator:
                     ],
                 )
             durations = runtime.durations(snapshot, stored)
-            deadline = began + runtime.policy.deadline_s
+            deadline = began + runtime.policy.deadline * ANSWER_MARGIN
             decision, solve_s = self._decide(runtime, snapshot, durations.durations, deadline)
             predicted = runtime.predict_starts(snapshot, decision)
             runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
@@ -197,7 +197,7 @@ class Orchestrator:
                 "cluster %s: %s missed the %.2f s deadline; answering with the fallback",
                 runtime.name,
                 runtime.dispatcher.name,
-                runtime.policy.deadline_s,
+                runtime.policy.deadline * ANSWER_MARGIN,
             )
         except Exception:
             # A dispatcher bug must not leave a production queue without an answer.

@@ -9,39 +9,17 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from cpsched.errors import ConfigError
+from cpsched.runtime.policy import Policy, explain
 
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class ClusterPolicy(StrictModel):
-    """How one cluster is dispatched. ``[defaults]`` applies to every cluster that has no
-    ``[clusters.NAME]`` table; such a table overrides only the keys it sets."""
-
-    dispatcher: str = "easy"
-    allocator: str = "best-fit"
-    predictor: str = "last-two"
-    correction: Literal["off", "simple", "power"] = "off"
-    correction_step: int = Field(3600, ge=1)
-    correction_lead: int = Field(60, ge=0)
-    max_time_limit: int | None = Field(
-        None, ge=1, description="Cap of walltime extensions (the partition maximum), seconds."
-    )
-    deadline_s: float = Field(2.0, gt=0, le=600)
-    cp_limit_s: float = Field(1.0, gt=0)
-    cp_patience: int = Field(2, ge=1, description="CP: runs without improvement before stopping.")
-    cp_deterministic: bool = False
-    cp_reserve_after_s: int = Field(
-        0, ge=0, description="CP: reserve for a job that has waited this long (0: never)."
-    )
-    retrain_every: int = Field(1000, ge=1, description="AdaBoost: completions per retrain.")
 
 
 class TokenConfig(StrictModel):
@@ -68,7 +46,8 @@ class ServiceSettings(BaseSettings):
     """Apply pending migrations at start; otherwise an out-of-date schema stops the start."""
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024)
     tokens: list[TokenConfig] = Field(default_factory=list)
-    defaults: ClusterPolicy = Field(default_factory=ClusterPolicy)
+    defaults: Policy = Field(default_factory=Policy)
+    """The policy of every cluster that has no ``[clusters.NAME]`` table."""
     clusters: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-cluster overrides of ``defaults`` (validated by :meth:`policy`)."""
     audit_snapshots: bool = False
@@ -96,12 +75,13 @@ class ServiceSettings(BaseSettings):
             raise ValueError("token names must be unique")
         return self
 
-    def policy(self, cluster: str) -> ClusterPolicy:
+    def policy(self, cluster: str) -> Policy:
+        """The cluster's policy: ``[defaults]`` with the cluster's own table over it."""
         overrides = self.clusters.get(cluster, {})
         try:
-            return ClusterPolicy.model_validate({**self.defaults.model_dump(), **overrides})
+            return Policy.model_validate({**self.defaults.model_dump(), **overrides})
         except ValidationError as exc:
-            raise ValueError(f"[clusters.{cluster}]: {exc}") from None
+            raise ValueError(f"[clusters.{cluster}]: {explain(exc)}") from None
 
 
 def load_settings(path: Path | None = None, **overrides: Any) -> ServiceSettings:
@@ -119,10 +99,4 @@ def load_settings(path: Path | None = None, **overrides: Any) -> ServiceSettings
         return ServiceSettings(**data)
     except ValidationError as exc:
         where = f"config {path}" if path else "configuration"
-        raise ConfigError(f"{where}: {_explain(exc)}") from None
-
-
-def _explain(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()
-    )
+        raise ConfigError(f"{where}: {explain(exc)}") from None

@@ -1,4 +1,4 @@
-"""CP dispatchers (SPEC §4): HCP3, PCP3 and PCP'20, sharing ``flow``, ``prepare`` and ``search``.
+"""CP dispatchers: HCP3, PCP3 and PCP'20, sharing ``flow``, ``prepare`` and ``search``.
 
 Each follows three steps: *prepare* (plain functions: priorities, reductions, window,
 horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *search*
@@ -17,9 +17,9 @@ from cpsched.core.cp.pcp3 import PCP3Dispatcher
 from cpsched.core.cp.pcp20 import PCP20Dispatcher
 from cpsched.core.cp.prepare import ModelConfig
 from cpsched.core.cp.search import SearchConfig
-from cpsched.errors import UnknownPolicyError
+from cpsched.core.registry import CP_DISPATCHERS
+from cpsched.errors import ConfigError, UnknownPolicyError
 
-CP_DISPATCHERS = ("hcp3", "pcp3", "pcp20")
 PRESOLVE_BY_DEFAULT = {"hcp3": True, "pcp3": False, "pcp20": True}
 """On KTH's first 2,000 jobs (deadline 0.2 s), PCP3 without presolve: mean bounded
 slowdown 36.3 instead of 60.9, 5 fallbacks instead of 93."""
@@ -27,26 +27,39 @@ slowdown 36.3 instead of 60.9, 5 fallbacks instead of 93."""
 
 def make_cp_dispatcher(
     name: str,
-    allocator: str = "best-fit",
+    allocator: str,
     search: SearchConfig | None = None,
     *,
     model: ModelConfig | None = None,
+    merge_running: bool = True,
+    node_symmetry: bool = False,
 ) -> CPDispatcher:
     """The CP dispatcher registered as ``name``, allocating with ``allocator``.
 
-    ``search`` and ``model`` default to ``SearchConfig()`` and ``ModelConfig()``.
+    ``search`` and ``model`` default to ``SearchConfig()`` and ``ModelConfig()``;
+    ``merge_running=False`` (PCP'20 only) keeps one running rectangle per node,
+    ``node_symmetry`` (PCP3 only) breaks the symmetry of identical nodes.
     """
     if name not in CP_DISPATCHERS:
         raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
     search = search or SearchConfig()
     if search.presolve is None:
         search = replace(search, presolve=PRESOLVE_BY_DEFAULT[name])
+    options: dict[str, bool] = {}
+    if not merge_running:
+        if name != "pcp20":
+            raise ConfigError(f"merge_running=False applies to pcp20 only, not {name}")
+        options["merge_running"] = False
+    if node_symmetry:
+        if name != "pcp3":
+            raise ConfigError(f"node_symmetry applies to pcp3 only, not {name}")
+        options["node_symmetry"] = True
     kinds: dict[str, Callable[..., CPDispatcher]] = {
         "hcp3": HCP3Dispatcher,
         "pcp3": PCP3Dispatcher,
         "pcp20": PCP20Dispatcher,
     }
-    return kinds[name](make_allocator(allocator), search, model)
+    return kinds[name](make_allocator(allocator), search, model, **options)
 
 
 __all__ = [

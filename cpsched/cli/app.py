@@ -13,10 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cpsched import __version__, logs
 from cpsched.cli import bench, serve
 from cpsched.cli.generate import generate
-from cpsched.core.allocators import ALLOCATORS
+from cpsched.cli.policy_options import policy_options
 from cpsched.errors import CpschedError
 from cpsched.replay.compare import compare_dispatchers
 from cpsched.replay.runner import ReplaySettings, run_replay
+from cpsched.runtime.policy import Policy
 
 app = typer.Typer(
     name="cpsched",
@@ -32,61 +33,6 @@ TraceArg = Annotated[
 SystemOpt = Annotated[
     Path | None,
     typer.Option(help="TOML system description; default: derived from the SWF header."),
-]
-AllocatorOpt = Annotated[
-    str,
-    typer.Option(
-        help=f"{', '.join(ALLOCATORS)}; heterogeneous ones may name their critical types: "
-        "balanced:gpu,mic (default: the types not all nodes have)."
-    ),
-]
-PredictorOpt = Annotated[
-    str, typer.Option(help="Run-time predictor: wall-time, last-two, profile, adaboost, oracle.")
-]
-LimitsOpt = Annotated[
-    str,
-    typer.Option(
-        help="Time limit of a started job: its request, or its prediction (then only "
-        "walltime correction keeps an underestimated job alive)."
-    ),
-]
-CorrectionOpt = Annotated[
-    str, typer.Option(help="Walltime correction: off, simple (fixed steps) or power (EASY++).")
-]
-StepOpt = Annotated[int, typer.Option(help="Seconds a simple correction adds.")]
-LeadOpt = Annotated[int, typer.Option(help="Extend this many seconds before the limit.")]
-DeadlineOpt = Annotated[
-    float, typer.Option(help="CP dispatchers: seconds per call before the fallback answers.")
-]
-CpLimitOpt = Annotated[
-    float, typer.Option(help="CP dispatchers: first restart's time limit (doubles up to 16x).")
-]
-CpPatienceOpt = Annotated[
-    int,
-    typer.Option(min=1, help="CP dispatchers: stop after this many runs without improvement."),
-]
-ReserveAfterOpt = Annotated[
-    int,
-    typer.Option(
-        min=0,
-        help="CP dispatchers: reserve for a job once it has waited this many seconds (0: never).",
-    ),
-]
-ReuseOpt = Annotated[
-    bool,
-    typer.Option(help="CP dispatchers: offer the previous call's plan order as a hint."),
-]
-SearchCapOpt = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        help="PCP3: above this many x[i,n] variables, answer with the greedy node plan "
-        "without building or searching the model (default: always search).",
-    ),
-]
-DeterministicOpt = Annotated[
-    bool,
-    typer.Option(help="CP dispatchers: limit searches by solver work, not wall time."),
 ]
 JobsOpt = Annotated[int | None, typer.Option("--jobs", help="Replay only the first N jobs.")]
 WarmupOpt = Annotated[
@@ -122,26 +68,12 @@ def version() -> None:
 
 
 @app.command()
+@policy_options
 def replay(
     trace: TraceArg,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, jobs, plots.")],
+    policy: Policy,
     system: SystemOpt = None,
-    dispatcher: Annotated[
-        str, typer.Option(help="fcfs, sjf, ljf, easy, hcp3, pcp3 or pcp20.")
-    ] = "easy",
-    allocator: AllocatorOpt = "first-fit",
-    predictor: PredictorOpt = "wall-time",
-    limits: LimitsOpt = "requested",
-    correction: CorrectionOpt = "off",
-    correction_step: StepOpt = 3600,
-    correction_lead: LeadOpt = 60,
-    cp_deadline: DeadlineOpt = 2.0,
-    cp_limit: CpLimitOpt = 1.0,
-    cp_patience: CpPatienceOpt = 2,
-    cp_deterministic: DeterministicOpt = False,
-    cp_reserve_after: ReserveAfterOpt = 0,
-    cp_reuse: ReuseOpt = False,
-    cp_search_cap: SearchCapOpt = None,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,
@@ -168,25 +100,12 @@ def replay(
         str, typer.Option(help="Cluster name at the service (use a fresh one per replay).")
     ] = "replay",
 ) -> None:
-    """Replay a trace through one dispatcher and write its metrics to OUT."""
+    """Replay a trace through one policy and write its metrics to OUT."""
     settings = ReplaySettings(
         trace=trace,
         out=out,
+        policy=policy,
         system=system,
-        dispatcher=dispatcher,
-        allocator=allocator,
-        predictor=predictor,
-        limits=limits,  # type: ignore[arg-type]  # checked by the runner, with a clear error
-        correction=correction,
-        correction_step=correction_step,
-        correction_lead=correction_lead,
-        cp_deadline=cp_deadline,
-        cp_limit=cp_limit,
-        cp_patience=cp_patience,
-        cp_deterministic=cp_deterministic,
-        cp_reserve_after=cp_reserve_after,
-        cp_reuse=cp_reuse,
-        cp_search_cap=cp_search_cap,
         jobs=jobs,
         warmup_fraction=warmup,
         validate=validate,
@@ -206,7 +125,7 @@ def replay(
         console=console,
         transient=True,
     ) as bar:
-        task = bar.add_task(f"{trace.name} · {dispatcher}", total=None)
+        task = bar.add_task(f"{trace.name} · {policy.dispatcher}", total=None)
         summary = run_replay(
             settings,
             on_loaded=lambda n: bar.update(task, total=n),
@@ -220,15 +139,19 @@ def replay(
 
 
 @app.command()
+@policy_options(exclude=frozenset({"dispatcher"}))
 def compare(
     trace: TraceArg,
     out: Annotated[Path, typer.Option(help="Directory for one sub-directory per run and tables.")],
+    policy: Policy,
     dispatchers: Annotated[
-        str, typer.Option(help="Comma-separated dispatchers; the table's ratios are to easy.")
+        str,
+        typer.Option(
+            help="Comma-separated dispatchers, each run with the other policy options; the "
+            "table's ratios are to easy."
+        ),
     ] = "fcfs,sjf,easy",
     system: SystemOpt = None,
-    allocator: AllocatorOpt = "first-fit",
-    predictor: PredictorOpt = "wall-time",
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     workers: Annotated[int, typer.Option(help="Parallel replay processes.")] = 2,
@@ -239,9 +162,8 @@ def compare(
     base = ReplaySettings(
         trace=trace,
         out=out,
+        policy=policy,
         system=system,
-        allocator=allocator,
-        predictor=predictor,
         jobs=jobs,
         warmup_fraction=warmup,
         plots=plots,
@@ -258,25 +180,26 @@ serve.register(app)
 
 
 @app.command("predict-eval")
+@policy_options
 def predict_eval(
     trace: TraceArg,
     out: Annotated[Path, typer.Option(help="Directory for accuracy.json and the ratio plot.")],
-    predictor: PredictorOpt = "last-two",
+    policy: Policy,
     system: SystemOpt = None,
     jobs: JobsOpt = None,
 ) -> None:
-    """Measure a predictor on a trace's completions, in time order, without scheduling."""
+    """Measure the policy's predictor on a trace's completions, in time order, without
+    scheduling (the other policy options do not matter here)."""
     from cpsched.predictor.accuracy import evaluate, write_accuracy
-    from cpsched.predictor.registry import make_predictor
     from cpsched.replay.runner import resolve_system
     from cpsched.replay.swf import read_swf
 
     loaded = read_swf(trace, resolve_system(trace, system), limit=jobs)
-    options: dict[str, object] = {}
-    if predictor == "oracle":
-        options["run_times"] = {tj.job.id: tj.run_time for tj in loaded.jobs}
-    with console.status(f"predicting {len(loaded.jobs)} jobs of {trace.name} with {predictor}"):
-        result = evaluate(loaded.jobs, make_predictor(predictor, **options))
+    oracle = policy.predictor == "oracle"
+    run_times = {tj.job.id: tj.run_time for tj in loaded.jobs} if oracle else None
+    name = policy.predictor
+    with console.status(f"predicting {len(loaded.jobs)} jobs of {trace.name} with {name}"):
+        result = evaluate(loaded.jobs, policy.make_predictor(run_times=run_times))
     write_accuracy(result, out)
     console.print(
         f"{result['jobs']} predictions · MAE {result['mae_s']} s · "

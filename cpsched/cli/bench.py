@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from cpsched.cli.policy_options import policy_options
 from cpsched.errors import ConfigError
-
-if TYPE_CHECKING:
-    from cpsched.core.cp import ModelConfig, SearchConfig
-    from cpsched.core.dispatcher import Dispatcher
+from cpsched.runtime.policy import Policy
 
 console = Console(stderr=True)
 
 
+@policy_options(exclude=frozenset({"dispatcher"}))
 def bench_instances(
     where: Annotated[
         Path,
@@ -26,24 +24,16 @@ def bench_instances(
             help="Directory of *.instances.jsonl.gz files, or one such file.", exists=True
         ),
     ],
+    policy: Policy,
     dispatcher: Annotated[
         str,
         typer.Option(
-            help="Dispatcher(s), comma-separated, called side by side per instance. A CP "
-            "name may carry variants: pcp20@unit=60 (model time unit, s), "
-            "pcp20@presolve=cpsat (CP-SAT's own presolve effort), pcp20@merge=off (a "
-            "running rectangle per node)."
+            help="Dispatcher(s), comma-separated, called side by side per instance, each with "
+            "the other policy options. A name may change policy settings for itself: "
+            "pcp20@cp_time_unit=60@cp_presolve_effort=cpsat (short forms: " + "unit, "
+            "presolve, workers, reuse, searchcap, merge, nodesym)."
         ),
     ] = "pcp20",
-    allocator: Annotated[str, typer.Option(help="first-fit or best-fit.")] = "best-fit",
-    deadline: Annotated[float, typer.Option(help="CP: seconds per call.")] = 2.0,
-    cp_limit: Annotated[float, typer.Option(help="CP: first restart's limit.")] = 1.0,
-    deterministic: Annotated[
-        bool, typer.Option(help="CP: limit searches by solver work, not wall time.")
-    ] = False,
-    time_unit: Annotated[
-        int, typer.Option(help="CP: seconds per model time unit (coarser: smaller domains).")
-    ] = 1,
     every: Annotated[int, typer.Option(help="Take every N-th instance only.")] = 1,
     limit: Annotated[int | None, typer.Option(help="At most N instances per file.")] = None,
     max_queued: Annotated[
@@ -59,23 +49,13 @@ def bench_instances(
 ) -> None:
     """Re-solve dumped dispatch instances; print latency, model size, statuses, fallbacks
     and the objective against the heuristic's."""
-    from cpsched.core.cp import ModelConfig, SearchConfig
     from cpsched.replay.bench_instances import bench, records_as_dicts, summarise
     from cpsched.replay.instances import instance_files
 
     if every < 1:
         raise ConfigError(f"--every must be >= 1, got {every}")
     names = [d.strip() for d in dispatcher.split(",") if d.strip()]
-    search = SearchConfig(
-        initial_limit=cp_limit,
-        max_limit=16 * cp_limit,
-        deadline=deadline,
-        deterministic=deterministic,
-    )
-    dispatchers = {
-        label: variant(label, allocator, search, ModelConfig(time_unit=time_unit))
-        for label in names
-    }
+    dispatchers = {label: variant(label, policy).make_dispatcher() for label in names}
     files = instance_files(where)
     with console.status(f"re-solving instances of {len(files)} file(s) with {', '.join(names)}"):
         records = bench(
@@ -86,7 +66,7 @@ def bench_instances(
             max_queued=max_queued,
             min_queued=min_queued,
         )
-    summary = summarise(records, names, deadline)
+    summary = summarise(records, names, policy.deadline)
     summary["files"] = [f.name for f in files]
     if calls is not None:
         with calls.open("w") as out:
@@ -98,50 +78,32 @@ def bench_instances(
         typer.echo(to_text(summary))
 
 
-def variant(label: str, allocator: str, search: SearchConfig, model: ModelConfig) -> Dispatcher:
-    """The dispatcher ``label`` names: ``name[@key=value...]``, keys as in VARIANTS."""
-    from cpsched.core import make_dispatcher
-    from cpsched.core.cp import CP_DISPATCHERS, SearchConfig, make_cp_dispatcher
-    from cpsched.core.cp.search import PRESOLVE_EFFORT
+SHORT_KEYS = {
+    "unit": "cp_time_unit",
+    "presolve": "cp_presolve_effort",
+    "workers": "cp_workers",
+    "reuse": "cp_reuse",
+    "searchcap": "cp_search_cap",
+    "merge": "cp_merge_running",
+    "nodesym": "cp_node_symmetry",
+}
+"""Short forms of policy fields in dispatcher labels (``pcp20@unit=60``)."""
 
+
+def variant(label: str, base: Policy) -> Policy:
+    """The policy ``label`` names: ``dispatcher[@field=value...]`` over ``base``."""
     name, *options = label.split("@")
-    if name not in CP_DISPATCHERS:
-        if options:
-            raise ConfigError(f"{label}: only CP dispatchers take @ variants")
-        return make_dispatcher(name, allocator)
-    merge, node_symmetry = True, False
+    changes: dict[str, str] = {"dispatcher": name}
     for option in options:
-        key, _, value = option.partition("=")
-        if key == "unit" and value.isdigit() and int(value) >= 1:
-            model = replace(model, time_unit=int(value))
-        elif key == "presolve" and value in ("cpsat", "bounded"):
-            bounded = SearchConfig()
-            effort = {f: None if value == "cpsat" else getattr(bounded, f) for f in PRESOLVE_EFFORT}
-            search = replace(search, **effort)  # type: ignore[arg-type]
-        elif key == "workers" and value.isdigit() and int(value) >= 1:
-            search = replace(search, num_workers=int(value))
-        elif key == "reuse" and value == "on":
-            search = replace(search, reuse=True)
-        elif key == "searchcap" and value.isdigit() and int(value) >= 1 and name == "pcp3":
-            search = replace(search, search_size_cap=int(value))
-        elif key == "merge" and value == "off" and name == "pcp20":
-            merge = False
-        elif key == "nodesym" and value == "on" and name == "pcp3":
-            node_symmetry = True
-        else:
-            raise ConfigError(f"{label}: unknown variant {option!r}; use {VARIANTS}")
-    dispatcher = make_cp_dispatcher(name, allocator, search, model=model)
-    if not merge:
-        dispatcher.merge_running = False  # type: ignore[attr-defined]
-    if node_symmetry:
-        dispatcher.node_symmetry = True  # type: ignore[attr-defined]
-    return dispatcher
-
-
-VARIANTS = (
-    "unit=<seconds>, presolve=cpsat|bounded, workers=<n>, reuse=on (consecutive instances), "
-    "(pcp20) merge=off, (pcp3) nodesym=on|searchcap=<x[i,n] variables>"
-)
+        key, equals, value = option.partition("=")
+        field = SHORT_KEYS.get(key, key)
+        if not equals or field not in Policy.model_fields:
+            raise ConfigError(
+                f"{label}: {option!r} is not field=value of a policy field; fields: "
+                f"{', '.join(Policy.model_fields)}; short forms: {', '.join(SHORT_KEYS)}"
+            )
+        changes[field] = value
+    return Policy.parse({**base.model_dump(), **changes}, where=label)
 
 
 def to_text(summary: dict[str, Any]) -> str:

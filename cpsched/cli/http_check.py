@@ -9,7 +9,6 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from cpsched.cli.local_service import local_service
 from cpsched.replay.compare_table import DEFAULT_KEYS, comparison_rows, to_markdown
@@ -40,19 +39,8 @@ def http_check(settings: ReplaySettings) -> HttpCheck:
     began = time.perf_counter()
     run_replay(in_process)
     local_s = time.perf_counter() - began
-    policy: dict[str, Any] = {
-        "dispatcher": settings.dispatcher,
-        "allocator": settings.allocator,
-        "predictor": settings.predictor,
-        "correction": settings.correction,
-        "correction_step": settings.correction_step,
-        "correction_lead": settings.correction_lead,
-        "deadline_s": max(settings.cp_deadline * 1.25, 1.0),
-        "cp_limit_s": settings.cp_limit,
-        "cp_patience": settings.cp_patience,
-        "cp_deterministic": settings.cp_deterministic,
-        "cp_reserve_after_s": settings.cp_reserve_after,
-    }
+    # The service gets the same policy (a TOML table has no None: unset keys keep defaults).
+    policy = settings.policy.model_dump(exclude_none=True)
     with local_service(settings.out / "service", token=TOKEN, **policy) as service:
         over_http = replace(
             settings,

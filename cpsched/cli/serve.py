@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from cpsched import logs
+from cpsched.cli.policy_options import policy_options
+from cpsched.runtime.policy import Policy
 from cpsched.service.settings import load_settings
 
 ConfigOpt = Annotated[
@@ -100,29 +102,21 @@ def db_current(config: ConfigOpt = None, database_url: DatabaseOpt = None) -> No
     typer.echo(f"{current or 'empty'} ({'current' if current == head else f'latest is {head}'})")
 
 
+@policy_options
 def http_check_command(
     trace: Annotated[Path, typer.Argument(help="SWF trace.", exists=True, dir_okay=False)],
     out: Annotated[Path, typer.Option(help="Directory for both replays and the service.")],
+    policy: Policy,
     jobs: Annotated[int | None, typer.Option(help="Replay only the first N jobs.")] = 2000,
     system: Annotated[Path | None, typer.Option(help="TOML system description.")] = None,
-    dispatcher: Annotated[str, typer.Option(help="Dispatcher of both runs.")] = "easy",
-    allocator: Annotated[str, typer.Option(help="Allocator of both runs.")] = "first-fit",
-    predictor: Annotated[str, typer.Option(help="Predictor of both runs.")] = "last-two",
 ) -> None:
-    """Start a local service on SQLite, replay TRACE through it over HTTP and in process,
-    and check that both give the same results."""
+    """Start a local service on SQLite, replay TRACE through it over HTTP and in process
+    with the same policy, and check that both give the same results."""
     from cpsched.cli.http_check import http_check
     from cpsched.replay.runner import ReplaySettings
 
     settings = ReplaySettings(
-        trace=trace,
-        out=out,
-        system=system,
-        jobs=jobs,
-        dispatcher=dispatcher,
-        allocator=allocator,
-        predictor=predictor,
-        plots=False,
+        trace=trace, out=out, policy=policy, system=system, jobs=jobs, plots=False
     )
     typer.echo(f"replaying {jobs or 'all'} jobs of {trace.name} in process and over HTTP...")
     result = http_check(settings)

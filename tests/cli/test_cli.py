@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ def cpsched(*args: str | Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
         check=False,
+        env={**os.environ, "COLUMNS": "250"},  # error boxes on one line each
     )
 
 
@@ -75,9 +77,12 @@ def test_compare_tabulates_ratios_to_easy(small_trace, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--dispatcher", "lottery"], "choose one of: easy, fcfs, hcp3, ljf, pcp20, pcp3, sjf"),
+        (
+            ["--dispatcher", "lottery"],
+            "'lottery' is not one of 'fcfs', 'sjf', 'ljf', 'easy', 'hcp3', 'pcp3', 'pcp20'",
+        ),
         (["--allocator", "worst-fit"], "choose one of: balanced, best-fit, first-fit"),
-        (["--predictor", "crystal-ball"], "unknown predictor"),
+        (["--predictor", "crystal-ball"], "'crystal-ball' is not one of 'wall-time', 'last-two'"),
     ],
 )
 def test_a_wrong_policy_name_is_a_clear_error(small_trace, tmp_path, args, message):
@@ -110,3 +115,13 @@ def test_a_missing_trace_is_refused_without_a_traceback(tmp_path):
     done = cpsched("replay", tmp_path / "nope.swf", "--out", tmp_path / "o")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+
+
+def test_every_policy_setting_is_an_option_of_replay_and_http_check():
+    from cpsched.runtime.policy import Policy
+
+    for command in ("replay", "http-check"):
+        done = cpsched(command, "--help")
+        assert done.returncode == 0, done.stderr
+        for field in Policy.model_fields:
+            assert f"--{field.replace('_', '-')}" in done.stdout, (command, field)

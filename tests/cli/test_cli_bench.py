@@ -7,6 +7,7 @@ import json
 import pytest
 
 from cpsched.errors import ConfigError
+from cpsched.runtime.policy import Policy
 from tests.cli.test_cli import cpsched
 
 
@@ -41,20 +42,20 @@ def test_an_unknown_variant_is_refused_with_the_valid_ones(small_trace, tmp_path
     cpsched("replay", small_trace, "--out", tmp_path / "o", "--no-plots", "--dump-instances", dumps)
     done = cpsched("bench-instances", dumps, "--dispatcher", "pcp20@warp=9")
     assert done.returncode == 2
-    assert "unit=<seconds>, presolve=cpsat|bounded" in done.stderr
+    assert "'warp=9' is not field=value of a policy field" in done.stderr
+    assert "cp_time_unit" in done.stderr and "short forms: unit, presolve" in done.stderr
 
 
-def test_variants_set_the_search_and_model_options():
+def test_variants_are_policies_over_the_options():
     from cpsched.cli.bench import variant
-    from cpsched.core.cp import ModelConfig, SearchConfig
 
-    dispatcher = variant("pcp20@workers=2@unit=60", "best-fit", SearchConfig(), ModelConfig())
-    assert dispatcher.search.num_workers == 2  # type: ignore[attr-defined]
-    assert dispatcher.model.time_unit == 60  # type: ignore[attr-defined]
-    pcp3 = variant("pcp3@nodesym=on@searchcap=500", "best-fit", SearchConfig(), ModelConfig())
-    assert pcp3.node_symmetry is True  # type: ignore[attr-defined]
-    assert pcp3.search.search_size_cap == 500  # type: ignore[attr-defined]
-    with pytest.raises(ConfigError, match="unknown variant"):
-        variant("pcp20@searchcap=500", "best-fit", SearchConfig(), ModelConfig())
-    hcp3 = variant("hcp3@reuse=on", "best-fit", SearchConfig(), ModelConfig())
-    assert hcp3.search.reuse is True  # type: ignore[attr-defined]
+    base = Policy(deadline=0.5)
+    pcp20 = variant("pcp20@workers=2@unit=60", base)
+    assert (pcp20.dispatcher, pcp20.cp_workers, pcp20.cp_time_unit) == ("pcp20", 2, 60)
+    assert pcp20.deadline == 0.5  # the other options stay
+    pcp3 = variant("pcp3@nodesym=on@cp_search_cap=500", base)
+    assert pcp3.cp_node_symmetry is True and pcp3.cp_search_cap == 500
+    with pytest.raises(ConfigError, match="cp_search_cap applies to pcp3 only"):
+        variant("pcp20@searchcap=500", base)
+    assert variant("hcp3@reuse=on", base).cp_reuse is True
+    assert variant("easy", base).dispatcher == "easy"

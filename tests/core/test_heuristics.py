@@ -92,4 +92,4 @@ def test_best_fit_changes_where_not_whether():
 
 def test_unknown_dispatcher_lists_the_valid_ones():
     with pytest.raises(UnknownPolicyError, match="easy, fcfs, hcp3, ljf, pcp20, pcp3, sjf"):
-        make_dispatcher("lottery")
+        make_dispatcher("lottery", "first-fit")

@@ -28,7 +28,7 @@ class Keeping:
     name = "keeping"
 
     def __init__(self):
-        self.inner = make_dispatcher("easy")
+        self.inner = make_dispatcher("easy", "first-fit")
         self.seen = []
 
     def decide(self, snap, durations):
@@ -101,10 +101,10 @@ def test_bench_re_solves_every_instance_with_every_dispatcher(tmp_path):
     machine = system(4)
     path = tmp_path / "hand.easy.instances.jsonl.gz"
     with InstanceWriter(path, machine.resource_names, machine.nodes) as w:
-        recorder = RecordingDispatcher(make_dispatcher("easy"), w)
+        recorder = RecordingDispatcher(make_dispatcher("easy", "first-fit"), w)
         Simulator(machine, HAND_TRACE, recorder, WallTime(), SimulatorOptions()).run()
     names = ["easy", "fcfs"]
-    dispatchers = {n: make_dispatcher(n) for n in names}
+    dispatchers = {n: make_dispatcher(n, "first-fit") for n in names}
     records = bench([path], dispatchers)
     assert len(records) == 2 * w.count
     summary = summarise(records, names, deadline_s=None)
@@ -119,7 +119,7 @@ def test_bench_reads_the_cp_objective_and_never_finds_it_above_the_heuristics(tm
     machine = system(4, 2)
     path = tmp_path / "crowded.easy.instances.jsonl.gz"
     with InstanceWriter(path, machine.resource_names, machine.nodes) as w:
-        recorder = RecordingDispatcher(make_dispatcher("easy"), w)
+        recorder = RecordingDispatcher(make_dispatcher("easy", "first-fit"), w)
         Simulator(machine, CROWDED_TRACE, recorder, WallTime(), SimulatorOptions()).run()
     names = ["hcp3", "pcp20"]
     dispatchers = {n: make_dispatcher(n, "best-fit", search=DETERMINISTIC) for n in names}
@@ -138,7 +138,7 @@ def test_keep_reads_only_the_instances_it_accepts(tmp_path):
     machine = system(4)
     path = tmp_path / "hand.easy.instances.jsonl.gz"
     with InstanceWriter(path, machine.resource_names, machine.nodes) as w:
-        recorder = RecordingDispatcher(make_dispatcher("easy"), w)
+        recorder = RecordingDispatcher(make_dispatcher("easy", "first-fit"), w)
         Simulator(machine, HAND_TRACE, recorder, WallTime(), SimulatorOptions()).run()
     everything = list(open_instances(path).instances())
     odd = list(open_instances(path).instances(keep=lambda index: index % 2 == 1))

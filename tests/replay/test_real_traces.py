@@ -34,7 +34,11 @@ def test_curie_excerpt_on_its_heterogeneous_machine(traces_dir):
     system = load_system(REPO / "systems" / "curie.toml")
     trace = read_swf(traces_dir / "CEA-Curie-2011-2.1-cln.swf.gz", system, limit=600)
     sim = Simulator(
-        system, trace.jobs, make_dispatcher("easy"), WallTime(), SimulatorOptions(validate=True)
+        system,
+        trace.jobs,
+        make_dispatcher("easy", "first-fit"),
+        WallTime(),
+        SimulatorOptions(validate=True),
     )
     result = sim.run()
     assert (result.jobs.end > result.jobs.start).all()

@@ -9,6 +9,7 @@ import pytest
 
 from cpsched.cli.local_service import local_service
 from cpsched.replay.runner import ReplaySettings, run_replay
+from cpsched.runtime.policy import Policy
 
 KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
 
@@ -39,16 +40,11 @@ def summary_without_settings(path):
 )
 def test_same_results_over_http_as_in_process(tmp_path, traces_dir, policy, replay_options):
     trace = traces_dir / KTH
-    common = {"trace": trace, "jobs": 400, "plots": False, "timings": False, **replay_options}
-    local = ReplaySettings(
-        out=tmp_path / "local",
-        dispatcher=policy["dispatcher"],
-        allocator=policy["allocator"],
-        predictor=policy["predictor"],
-        **common,
-    )
+    chosen = Policy(**{**policy, **replay_options})
+    common = {"trace": trace, "jobs": 400, "plots": False, "timings": False, "policy": chosen}
+    local = ReplaySettings(out=tmp_path / "local", **common)
     run_replay(local)
-    with local_service(tmp_path / "service", **policy) as service:
+    with local_service(tmp_path / "service", **chosen.model_dump(exclude_none=True)) as service:
         remote = ReplaySettings(
             out=tmp_path / "remote",
             service=service.url,

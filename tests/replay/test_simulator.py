@@ -48,7 +48,7 @@ def replay(trace, dispatcher="easy", machine=None, **options):
     sim = Simulator(
         machine or system(4),
         trace,
-        make_dispatcher(dispatcher),
+        make_dispatcher(dispatcher, "first-fit"),
         WallTime(),
         SimulatorOptions(validate=True, **options),
     )
@@ -88,7 +88,7 @@ def test_decision_time_can_be_charged_to_the_simulated_clock():
     sim = Simulator(
         system(4),
         [trace_job("a", 0, 4, 10, 10), trace_job("b", 0, 4, 10, 10)],
-        make_dispatcher("fcfs"),
+        make_dispatcher("fcfs", "first-fit"),
         WallTime(),
         SimulatorOptions(charge_decision_time=True),
         clock=lambda: next(ticks),
@@ -134,7 +134,7 @@ def replay_with_limits(trace, predictor, correction="off", lead=60, step=3600):
     sim = Simulator(
         system(4),
         trace,
-        make_dispatcher("easy", correction=policy),
+        make_dispatcher("easy", "first-fit", correction=policy),
         predictor,
         SimulatorOptions(
             validate=True,
@@ -184,7 +184,7 @@ def test_fallbacks_are_counted_with_their_reasons():
     # A CP deadline too short for anything: every modelled call falls back to EASY.
     from cpsched.core.cp import SearchConfig, make_cp_dispatcher
 
-    hcp3 = make_cp_dispatcher("hcp3", search=SearchConfig(deadline=1e-9, margin=0))
+    hcp3 = make_cp_dispatcher("hcp3", "best-fit", search=SearchConfig(deadline=1e-9, margin=0))
     result = Simulator(system(4), CROWDED_TRACE, hcp3, WallTime(), SimulatorOptions()).run()
     reasons = result.dispatch.fallback_reasons
     assert result.dispatch.fallbacks > 0

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import decision_violations
+from cpsched.runtime.policy import Policy
 from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.convert import to_snapshot
-from cpsched.service.settings import ClusterPolicy
 from cpsched.wire.schemas import DispatchRequest
 
 TYPES = ("cpu", "mem", "gpu")
@@ -64,7 +64,7 @@ def wire_snapshots(draw: st.DrawFn) -> DispatchRequest:
 def test_no_overfill_and_nothing_lost(wire, dispatcher):
     translated = to_snapshot(wire)
     snapshot = translated.snapshot
-    runtime = ClusterRuntime("c", 1, ClusterPolicy(dispatcher=dispatcher))
+    runtime = ClusterRuntime("c", 1, Policy(dispatcher=dispatcher))
     durations = runtime.durations(snapshot, {}).durations
     decision = runtime.dispatcher.decide(snapshot, durations)
     assert decision_violations(snapshot, decision) == []

@@ -68,7 +68,7 @@ def test_bad_dispatcher_answers_with_fallback(make_client, dispatcher, status):
 
 
 def test_deadline_passes_fallback_answers(make_client):
-    client = make_client(defaults={"deadline_s": 0.3})
+    client = make_client(defaults={"deadline": 0.3})
     slow = Slow()
     swap_dispatcher(client, "c1", slow)
     try:
@@ -84,7 +84,7 @@ def test_deadline_passes_fallback_answers(make_client):
 
 def test_cp_dispatcher_configured_per_cluster(make_client):
     client = make_client(
-        clusters={"cp": {"dispatcher": "hcp3", "cp_deterministic": True, "cp_limit_s": 0.05}}
+        clusters={"cp": {"dispatcher": "hcp3", "cp_deterministic": True, "cp_limit": 0.05}}
     )
     body = snapshot(queued=[job("q1"), job("q2", units=4), job("q3", gpu=1)])
     d = client.post("/v1/clusters/cp/dispatch", json=body, headers=AUTH).json()

@@ -11,11 +11,11 @@ def test_toml_defaults_and_cluster_overrides(tmp_path):
     path.write_text(
         'database_url = "sqlite:///x.db"\n'
         '[defaults]\ndispatcher = "sjf"\n'
-        '[clusters.big]\ndispatcher = "hcp3"\ndeadline_s = 5\n'
+        '[clusters.big]\ndispatcher = "hcp3"\ndeadline = 5\n'
     )
     settings = load_settings(path)
     assert settings.policy("big").dispatcher == "hcp3"
-    assert settings.policy("big").deadline_s == 5
+    assert settings.policy("big").deadline == 5
     assert settings.policy("other").dispatcher == "sjf"
 
 

@@ -198,7 +198,7 @@ def cpsched_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         "correction": "simple",
         "correction_step": 600,
         "correction_lead": 60,
-        "deadline_s": 2.0,
+        "deadline": 2.0,
     }
     config = write_config(root / "service.toml", f"sqlite:///{root}/cpsched.db", TOKEN, defaults)
     # A real ``cpsched serve`` process, stoppable to exercise the bridge's fallbacks.

@@ -81,7 +81,7 @@ class _Recording:
 
 def test_a_cp_call_runs_with_the_collector_paused():
     fallback = _Recording()
-    dispatcher = make_cp_dispatcher("hcp3", search=DETERMINISTIC)
+    dispatcher = make_cp_dispatcher("hcp3", "best-fit", search=DETERMINISTIC)
     dispatcher.fallback = fallback
     snap = snapshot(0, nodes(4), [], [job("a", units=2), job("b", units=3)])
     dispatcher.decide(snap, limits_as_durations(snap))

@@ -39,14 +39,14 @@ def test_factory_builds_hcp3_and_rejects_unknown_names():
     assert dispatcher.name == "hcp3"
     assert dispatcher.allocator.name == "first-fit"
     assert dispatcher.fallback.name == "easy"
-    assert make_cp_dispatcher("pcp3").name == "pcp3"
-    assert make_cp_dispatcher("pcp20").name == "pcp20"
+    assert make_cp_dispatcher("pcp3", "best-fit").name == "pcp3"
+    assert make_cp_dispatcher("pcp20", "best-fit").name == "pcp20"
     with pytest.raises(UnknownPolicyError, match="hcp3, pcp20, pcp3"):
-        make_cp_dispatcher("pcp19")
+        make_cp_dispatcher("pcp19", "best-fit")
     with pytest.raises(UnknownPolicyError):
         make_cp_dispatcher("hcp3", "worst-fit")
     with pytest.raises(ConfigError):
-        make_cp_dispatcher("hcp3", search=SearchConfig(fallback="hcp3"))
+        make_cp_dispatcher("hcp3", "best-fit", search=SearchConfig(fallback="hcp3"))
 
 
 def test_known_optimum_beats_the_greedy_priority_order():
@@ -194,7 +194,7 @@ def test_no_model_when_the_heuristic_already_starts_every_job(name):
     # Both jobs fit beside the running one: starting them now is the model's only optimum.
     r = job("r", limit=100)
     snap = snapshot(0, nodes(4, 4), [running(r, 0, [(0, 1)])], [job("a", units=3), job("b")])
-    decision = decide(snap, dispatcher=make_cp_dispatcher(name, search=DETERMINISTIC))
+    decision = decide(snap, dispatcher=make_cp_dispatcher(name, "best-fit", search=DETERMINISTIC))
     d = decision.diagnostics
     assert (d.solver_status, d.fallback, d.model_variables) == ("trivial", False, 0)
     assert sorted(started(decision)) == ["a", "b"]

@@ -175,7 +175,7 @@ def test_decisions_are_valid_and_never_beat_the_pooled_relaxation(snap, guarded)
 def test_presolve_defaults_per_dispatcher_and_an_explicit_choice_wins():
     from cpsched.core.cp import SearchConfig, make_cp_dispatcher
 
-    assert make_cp_dispatcher("pcp3").search.presolve is False
-    assert make_cp_dispatcher("hcp3").search.presolve is True
-    chosen = make_cp_dispatcher("pcp3", search=SearchConfig(presolve=True))
+    assert make_cp_dispatcher("pcp3", "best-fit").search.presolve is False
+    assert make_cp_dispatcher("hcp3", "best-fit").search.presolve is True
+    chosen = make_cp_dispatcher("pcp3", "best-fit", search=SearchConfig(presolve=True))
     assert chosen.search.presolve is True

@@ -53,7 +53,7 @@ def test_the_previous_plan_is_one_more_candidate_hint():
 @pytest.mark.parametrize("name", ["hcp3", "pcp3", "pcp20"])
 def test_a_dispatcher_remembers_its_plan_and_offers_it_next_call(name):
     snap = _busy_queue(10)
-    dispatcher = make_cp_dispatcher(name, search=REUSE)
+    dispatcher = make_cp_dispatcher(name, "best-fit", search=REUSE)
     decision = decide(snap, dispatcher=dispatcher)
     assert dispatcher.previous_planned == dict(decision.planned)
     # A remembered plan in another order than priority's is offered on the next call.
@@ -66,7 +66,7 @@ def test_a_dispatcher_remembers_its_plan_and_offers_it_next_call(name):
 
 def test_reuse_off_keeps_no_state_and_offers_no_previous_plan():
     snap = _busy_queue()
-    dispatcher = make_cp_dispatcher("hcp3", search=DETERMINISTIC)
+    dispatcher = make_cp_dispatcher("hcp3", "best-fit", search=DETERMINISTIC)
     for _ in range(2):
         decision = decide(snap, dispatcher=dispatcher)
     assert dispatcher.previous_planned == {}
@@ -75,7 +75,7 @@ def test_reuse_off_keeps_no_state_and_offers_no_previous_plan():
 
 def test_a_stale_previous_plan_only_adds_a_hint_and_decisions_stay_valid():
     # A plan of jobs that have since started or left must not break the next call.
-    dispatcher = make_cp_dispatcher("pcp20", search=REUSE)
+    dispatcher = make_cp_dispatcher("pcp20", "best-fit", search=REUSE)
     dispatcher.previous_planned = {"q3": 0, "gone": 3, "q0": 10_000}
     snap = _busy_queue()
     decision = decide(snap, limits_as_durations(snap), dispatcher)

@@ -1,0 +1,241 @@
+"""The policy: how a cluster is dispatched, with one set of names and defaults.
+
+The command line (``cpsched replay`` options), the service's configuration (``[defaults]``
+and ``[clusters.NAME]`` tables, ``CPSCHED_*`` variables), ``bench-instances`` variants
+(``pcp20@cp_time_unit=60``) and the tests all build this one validated object, and it
+builds what the dispatch core and the predictors need. A setting is added here, once.
+
+All durations are in seconds. The defaults are what a site runs today: EASY backfilling
+on the users' requested times, best-fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cpsched.core.allocators import make_allocator
+from cpsched.core.correction import CorrectionPolicy
+from cpsched.core.registry import is_cp, make_dispatcher
+from cpsched.errors import ConfigError
+from cpsched.predictor.registry import make_predictor
+
+if TYPE_CHECKING:
+    from cpsched.core.cp import ModelConfig, SearchConfig
+    from cpsched.core.dispatcher import Dispatcher
+    from cpsched.predictor.base import Predictor
+
+DispatcherName = Literal["fcfs", "sjf", "ljf", "easy", "hcp3", "pcp3", "pcp20"]
+PredictorName = Literal["wall-time", "last-two", "profile", "adaboost", "oracle"]
+LimitPolicy = Literal["requested", "predicted"]
+CorrectionKind = Literal["off", "simple", "power"]
+PresolveEffort = Literal["bounded", "cpsat"]
+
+LIMITS: tuple[str, ...] = get_args(LimitPolicy)
+
+DEFAULT_CORRECTION_CAP = 7 * 86400
+"""Cap of walltime extensions when neither the policy nor the system sets one: a week."""
+
+RESTART_GROWTH_CAP = 16
+"""The CP search's restart limits double from ``cp_limit`` up to this many times it."""
+
+FALLBACK = ("easy", "best-fit")
+"""The heuristic (dispatcher, allocator) that answers when a dispatcher cannot in time."""
+
+
+class Policy(BaseModel):
+    """How one cluster is dispatched; every field is reachable from every front end."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dispatcher: DispatcherName = "easy"
+    allocator: str = Field(
+        "best-fit",
+        description="first-fit, best-fit, or a heterogeneous allocator, which may name its "
+        "critical types: balanced:gpu,mic.",
+    )
+    predictor: PredictorName = "wall-time"
+    limits: LimitPolicy = Field(
+        "requested",
+        description="A started job's time limit: its request, or its prediction (then only "
+        "walltime correction keeps an underestimated job alive; replay only).",
+    )
+    correction: CorrectionKind = Field(
+        "off", description="Walltime correction: off, simple (fixed steps) or power (EASY++)."
+    )
+    correction_step: int = Field(3600, ge=1, description="Seconds a simple correction adds.")
+    correction_lead: int = Field(60, ge=0, description="Extend this many seconds before the limit.")
+    correction_cap: int | None = Field(
+        None,
+        ge=1,
+        description="Longest limit an extension may set (the partition's maximum); default: "
+        "the system's maximum time limit, else a week.",
+    )
+    deadline: float = Field(
+        2.0,
+        gt=0,
+        le=600,
+        description="CP dispatchers: seconds per call before the fallback answers.",
+    )
+    cp_limit: float = Field(
+        1.0, gt=0, description="CP: the first restart's time limit (doubles up to 16 times it)."
+    )
+    cp_patience: int = Field(
+        2, ge=1, description="CP: stop after this many runs without improvement."
+    )
+    cp_deterministic: bool = Field(
+        False, description="CP: limit searches by solver work, not wall time (reproducible)."
+    )
+    cp_reserve_after: int = Field(
+        0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
+    )
+    cp_reuse: bool = Field(False, description="CP: offer the previous call's plan order as a hint.")
+    cp_search_cap: int | None = Field(
+        None,
+        ge=1,
+        description="PCP3: above this many x[i,n] variables, answer with the greedy node plan "
+        "without building or searching the model.",
+    )
+    cp_time_unit: int = Field(1, ge=1, description="CP: seconds per model time unit.")
+    cp_presolve_effort: PresolveEffort = Field(
+        "bounded", description="CP: presolve effort, bounded (default) or CP-SAT's own."
+    )
+    cp_workers: int = Field(1, ge=1, description="CP: CP-SAT search workers.")
+    cp_merge_running: bool = Field(
+        True, description="PCP'20: join running jobs into one rectangle per node run."
+    )
+    cp_node_symmetry: bool = Field(False, description="PCP3: break identical nodes' symmetry.")
+    retrain_every: int = Field(1000, ge=1, description="AdaBoost: completions per retrain.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        try:
+            make_allocator(self.allocator)
+        except ConfigError as exc:  # it lists the valid names
+            raise ValueError(str(exc)) from None
+        only: dict[str, tuple[bool, str]] = {
+            "cp_search_cap": (self.cp_search_cap is not None, "pcp3"),
+            "cp_node_symmetry": (self.cp_node_symmetry, "pcp3"),
+            "cp_merge_running": (not self.cp_merge_running, "pcp20"),
+        }
+        for name, (used, dispatcher) in only.items():
+            if used and self.dispatcher != dispatcher:
+                raise ValueError(
+                    f"{name} applies to {dispatcher} only, not {self.dispatcher}: "
+                    f"drop it or use dispatcher {dispatcher}"
+                )
+        return self
+
+    # -- construction from the front ends ------------------------------------------------
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any], *, where: str = "policy") -> Policy:
+        """A policy from ``values``; a bad name or value is a ConfigError saying which."""
+        try:
+            return cls.model_validate(dict(values))
+        except ValidationError as exc:
+            raise ConfigError(f"{where}: {explain(exc)}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+    def but(self, **changes: Any) -> Policy:
+        """This policy with ``changes``, validated again."""
+        return Policy.parse({**self.model_dump(), **changes})
+
+    # -- what it builds --------------------------------------------------------------------
+
+    @property
+    def is_cp(self) -> bool:
+        return is_cp(self.dispatcher)
+
+    def correction_policy(self, system_cap: int | None = None) -> CorrectionPolicy:
+        """Walltime correction, capped by the policy, else the system, else a week."""
+        return CorrectionPolicy(
+            self.correction,
+            step=self.correction_step,
+            lead=self.correction_lead,
+            cap=self.correction_cap or system_cap or DEFAULT_CORRECTION_CAP,
+        )
+
+    def search_config(self) -> SearchConfig | None:
+        """The CP search settings; None for the heuristics (OR-Tools is then not loaded)."""
+        if not self.is_cp:
+            return None
+        from cpsched.core.cp import SearchConfig
+        from cpsched.core.cp.search import PRESOLVE_EFFORT
+
+        effort: dict[str, Any] = {}
+        if self.cp_presolve_effort == "cpsat":
+            effort = dict.fromkeys(PRESOLVE_EFFORT)
+        return SearchConfig(
+            initial_limit=self.cp_limit,
+            max_limit=RESTART_GROWTH_CAP * self.cp_limit,
+            patience=self.cp_patience,
+            deadline=self.deadline,
+            deterministic=self.cp_deterministic,
+            num_workers=self.cp_workers,
+            reuse=self.cp_reuse,
+            search_size_cap=self.cp_search_cap,
+            fallback=FALLBACK[0],
+            fallback_allocator=FALLBACK[1],
+            **effort,
+        )
+
+    def model_settings(self) -> ModelConfig | None:
+        """What goes into the CP models; None for the heuristics."""
+        if not self.is_cp:
+            return None
+        from cpsched.core.cp import ModelConfig
+
+        return ModelConfig(time_unit=self.cp_time_unit, reserve_after=self.cp_reserve_after or None)
+
+    def make_dispatcher(self, *, plan: bool = True, system_cap: int | None = None) -> Dispatcher:
+        """The configured dispatcher, with its walltime-correction directives.
+
+        ``plan=False`` lets a heuristic skip planned starts nobody reads (replays).
+        """
+        return make_dispatcher(
+            self.dispatcher,
+            self.allocator,
+            plan=plan,
+            correction=self.correction_policy(system_cap),
+            search=self.search_config(),
+            model=self.model_settings(),
+            merge_running=self.cp_merge_running,
+            node_symmetry=self.cp_node_symmetry,
+        )
+
+    def make_fallback(self, *, system_cap: int | None = None) -> Dispatcher:
+        """The heuristic that answers when the configured dispatcher cannot in time."""
+        dispatcher, allocator = FALLBACK
+        return make_dispatcher(
+            dispatcher, allocator, plan=False, correction=self.correction_policy(system_cap)
+        )
+
+    def make_predictor(
+        self, *, background: bool = False, run_times: Mapping[str, int] | None = None
+    ) -> Predictor:
+        """The configured predictor. ``background`` lets AdaBoost retrain off the caller's
+        thread (the service); ``run_times`` are the oracle's answers (replay only)."""
+        if self.predictor == "oracle":
+            return make_predictor("oracle", run_times=run_times)
+        if self.predictor == "adaboost":
+            return make_predictor(
+                "adaboost", background=background, retrain_every=self.retrain_every
+            )
+        return make_predictor(self.predictor)
+
+
+def explain(exc: ValidationError) -> str:
+    """A pydantic error as one line: each wrong field and what is wrong with it."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        given = err.get("input")
+        if where and isinstance(given, str | int | float):
+            where = f"{where} = {given!r}"  # the value the user gave, not only what is valid
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)

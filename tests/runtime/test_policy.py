@@ -1,0 +1,93 @@
+"""One policy: its names match the registries, its settings reach the dispatchers the
+replay and the service build, and a wrong setting is a typed error naming the valid ones."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+import pytest
+
+from cpsched.core.registry import DISPATCHERS
+from cpsched.errors import ConfigError
+from cpsched.predictor.registry import PREDICTORS
+from cpsched.runtime.policy import DispatcherName, Policy, PredictorName
+from cpsched.service.cluster import build_dispatchers
+
+
+def test_the_policy_names_are_the_registries_names():
+    assert set(get_args(DispatcherName)) == set(DISPATCHERS)
+    assert set(get_args(PredictorName)) == set(PREDICTORS)
+
+
+def test_cp_settings_become_search_and_model_settings():
+    policy = Policy(
+        dispatcher="pcp20",
+        deadline=0.5,
+        cp_limit=0.05,
+        cp_patience=3,
+        cp_deterministic=True,
+        cp_reserve_after=3600,
+        cp_reuse=True,
+        cp_time_unit=60,
+        cp_workers=2,
+    )
+    search, model = policy.search_config(), policy.model_settings()
+    assert search is not None and model is not None
+    assert (search.deadline, search.initial_limit, search.max_limit) == (0.5, 0.05, 0.8)
+    assert (search.patience, search.deterministic, search.reuse) == (3, True, True)
+    assert search.num_workers == 2
+    assert (model.reserve_after, model.time_unit) == (3600, 60)
+    pcp3 = policy.but(dispatcher="pcp3", cp_search_cap=20_000).search_config()
+    assert pcp3 is not None and pcp3.search_size_cap == 20_000
+
+
+def test_cpsat_presolve_effort_leaves_cp_sat_its_defaults():
+    search = Policy(dispatcher="hcp3", cp_presolve_effort="cpsat").search_config()
+    assert search is not None
+    assert search.presolve_iterations is None and search.probing_level is None
+    bounded = Policy(dispatcher="hcp3").search_config()
+    assert bounded is not None and bounded.presolve_iterations == 1
+
+
+def test_heuristics_get_no_cp_settings():
+    policy = Policy(dispatcher="easy")
+    assert policy.search_config() is None and policy.model_settings() is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"dispatcher": "hcp4"}, "'fcfs', 'sjf', 'ljf', 'easy', 'hcp3', 'pcp3' or 'pcp20'"),
+        ({"predictor": "magic"}, "'wall-time', 'last-two'"),
+        ({"allocator": "worst-fit"}, "choose one of: balanced, best-fit, first-fit"),
+        ({"dispatcher": "hcp3", "cp_search_cap": 9}, "cp_search_cap applies to pcp3 only"),
+        ({"dispatcher": "hcp3", "cp_node_symmetry": True}, "applies to pcp3 only"),
+        ({"dispatcher": "pcp3", "cp_merge_running": False}, "applies to pcp20 only"),
+        ({"deadline": 0}, "deadline = 0: Input should be greater than 0"),
+        ({"cp_limt": 1.0}, "cp_limt = 1.0: Extra inputs are not permitted"),
+    ],
+)
+def test_a_wrong_setting_is_a_config_error_saying_what_is_valid(
+    changes: dict[str, Any], message: str
+):
+    with pytest.raises(ConfigError, match=r"^policy: ") as caught:
+        Policy.parse(changes)
+    assert message in str(caught.value)
+
+
+def test_the_service_builds_the_policys_dispatchers():
+    policy = Policy(dispatcher="pcp20", deadline=1.0, cp_limit=0.1, cp_patience=3)
+    dispatcher, fallback = build_dispatchers(policy.but(cp_reserve_after=3600))
+    cp: Any = dispatcher  # best-fit needs no allocator context: the CP dispatcher itself
+    assert cp.name == "pcp20" and fallback.name == "easy"
+    assert cp.search.initial_limit == 0.1 and cp.search.patience == 3
+    assert cp.search.deadline == 1.0  # as in a replay: the service adds its own margin
+    assert cp.model.reserve_after == 3600
+    hcp3: Any = build_dispatchers(Policy(dispatcher="hcp3"))[0]
+    assert hcp3.model.reserve_after is None  # the wait trigger is off unless set
+
+
+def test_formulation_options_reach_the_cp_dispatchers():
+    pcp20: Any = Policy(dispatcher="pcp20", cp_merge_running=False).make_dispatcher()
+    pcp3: Any = Policy(dispatcher="pcp3", cp_node_symmetry=True).make_dispatcher()
+    assert pcp20.merge_running is False and pcp3.node_symmetry is True
