@@ -14,9 +14,10 @@ request as its limit; ``predicted`` sets the limit to the job's prediction when 
 alive. The dispatcher's extension directives are applied as they come, and an extended
 job's duration becomes its new limit. Killed jobs are not shown to the predictor.
 
-Predictions: a queued job's duration is predicted when it is submitted, and predicted
-again when it starts (the predictor may have learnt since); a running job keeps the
-prediction it started with.
+Durations and learning follow the rules of :mod:`cpsched.runtime.durations`, the same
+book the service keeps: a queued job is predicted when it is submitted and again when it
+starts, an extended job is expected to run to its new limit, and a killed job's run time
+is censored.
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ from cpsched.core import (
 )
 from cpsched.core.capacity import shift
 from cpsched.errors import CpschedError
-from cpsched.predictor.base import FinishedJob, Predictor
+from cpsched.predictor.base import Predictor
 from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
 from cpsched.replay.swf import TraceJob
 from cpsched.replay.system import System
+from cpsched.runtime.durations import DurationBook
 
 
 class ReplayStalledError(CpschedError):
@@ -89,7 +91,6 @@ class Simulator:
         self.system = system
         self.trace = trace
         self.dispatcher = dispatcher
-        self.predictor = predictor
         self.options = options
         self.clock = clock
         self.progress = progress
@@ -112,7 +113,7 @@ class Simulator:
         self._scale = [(r, 1.0 / c) for r, c in enumerate(largest) if c > 0]
         self._running: dict[str, RunningJob] = {}
         self._queue: list[Job] = []
-        self._durations: dict[str, int] = {}
+        self.book = DurationBook(predictor)
         # (time, kind, trace index, version): a job's events are stale once its limit
         # changes and its version moves on.
         self._events: list[tuple[int, int, int, int]] = []
@@ -153,7 +154,7 @@ class Simulator:
             while submitted < len(trace) and trace[submitted].job.submit <= t:
                 job = trace[submitted].job
                 self._queue.append(job)
-                self._durations[job.id] = self.predictor.predict(job, t)
+                self.book.queued(job, t)
                 submitted += 1
             if self._queue or wake:
                 not_before = self._dispatch(t)
@@ -185,7 +186,7 @@ class Simulator:
         if self.options.validate:
             check_snapshot(snapshot)
         began = self.clock()
-        decision = self.dispatcher.decide(snapshot, self._durations)
+        decision = self.dispatcher.decide(snapshot, self.book.durations)
         wall_s = self.clock() - began
         self._wall_ms.append(wall_s * 1000.0)
         if self.options.validate:
@@ -225,8 +226,7 @@ class Simulator:
             index = self._index[job.id]
             self._efficiency[index] = self._allocation_efficiency(job, s.allocation)
             shift(self._rows, self._free_total, s.allocation, job, -1)
-            duration = self.predictor.predict(job, start)
-            self._durations[job.id] = duration
+            duration = self.book.started(job, start)
             limit = job.time_limit if self.options.limits == "requested" else duration
             running = RunningJob(job, start, limit, s.allocation)
             self._running[job.id] = running
@@ -251,11 +251,7 @@ class Simulator:
                 running, time_limit=extension.new_limit, extensions=running.extensions + 1
             )
             self._running[extension.job_id] = running
-            # The job is now expected to run to its new limit (EASY++ raises the
-            # prediction with the limit): plans stop assuming it ends any second.
-            self._durations[extension.job_id] = max(
-                self._durations[extension.job_id], extension.new_limit
-            )
+            self.book.extended(extension.job_id, extension.new_limit)
             index = self._index[extension.job_id]
             self._version[index] += 1
             self._plan_end(index, running)
@@ -278,15 +274,11 @@ class Simulator:
     def _finish(self, index: int, end: int) -> None:
         tj = self.trace[index]
         rj = self._running.pop(tj.job.id)
-        del self._durations[tj.job.id]
         shift(self._rows, self._free_total, rj.allocation, tj.job, 1)
         self._end[index] = end
         killed = end < rj.start + tj.run_time
         self._killed[index] = killed
-        if not killed:
-            # A killed job's run time is censored, not its real one: learning from it
-            # would teach predictors to kill the next job of the same user sooner.
-            self.predictor.observe(FinishedJob(tj.job, rj.start, end))
+        self.book.finished(tj.job, rj.start, end, censored=killed)
 
     def _result(self) -> ReplayResult:
         trace = self.trace

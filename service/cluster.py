@@ -1,9 +1,8 @@
-"""One cluster's live state in the service: its predictor, dispatchers and predictions.
+"""One cluster's live state in the service: its policy's dispatchers, its durations and
+what it last decided.
 
-Durations follow the replay's rules exactly, so that a replay over HTTP gives the same
-decisions as one in process: a queued job keeps the prediction made when it was first
-seen; a started job is predicted again at its start and keeps that prediction while it
-runs, raised to its limit once the limit has been extended.
+Durations are kept in the same :class:`~cpsched.runtime.durations.DurationBook` a replay
+keeps them in, so that a replay over HTTP gives the same decisions as one in process.
 """
 
 from __future__ import annotations
@@ -11,19 +10,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
-from cpsched.predictor.base import FinishedJob, Predictor
+from cpsched.predictor.base import Predictor
+from cpsched.runtime.durations import CENSORED_STATES, DurationBook
 from cpsched.runtime.policy import Policy
 from cpsched.service.convert import core_job
-from cpsched.service.store.history import Prediction
 from cpsched.wire.schemas import FinishedJobIn
 
 log = logging.getLogger(__name__)
-
-CENSORED_STATES = frozenset({"timeout", "node_fail"})
-"""End states whose run time is not the job's real one: predictors must not learn them."""
 
 ANSWER_MARGIN = 1.25
 """The service answers within this many times the policy's deadline: the dispatcher gets
@@ -48,25 +43,17 @@ def finished_core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
     return core_job(wire, tuple(wire.per_unit.get(name, 0) for name in names))
 
 
-@dataclass(frozen=True, slots=True)
-class PredictedDurations:
-    durations: dict[str, int]
-    new: list[Prediction]
-    """Predictions made by this call (to be stored)."""
-
-
 class ClusterRuntime:
     def __init__(self, name: str, cluster_id: int, policy: Policy) -> None:
         self.name = name
         self.cluster_id = cluster_id
         self.policy = policy
         self.predictor = build_predictor(policy)
+        self.book = DurationBook(self.predictor)
         self.dispatcher, self.fallback = build_dispatchers(policy)
         self.lock = threading.Lock()
         """Serialises this cluster's dispatches and predictor updates."""
         self.resource_names: tuple[str, ...] = ("cpu", "mem")
-        self.queued_predictions: dict[str, int] = {}
-        self.start_predictions: dict[str, int] = {}
         self.last_snapshot: Snapshot | None = None
         self.last_decision: Decision | None = None
         self.last_rejected: dict[str, str] = {}
@@ -78,63 +65,30 @@ class ClusterRuntime:
         if retrain is not None:
             retrain()
 
-    def durations(self, snapshot: Snapshot, stored_starts: dict[str, int]) -> PredictedDurations:
-        """Durations of every queued and running job, predicting those seen first now.
-
-        ``stored_starts`` are start predictions kept in the database, for running jobs
-        this process has not seen start (it restarted, or the job started elsewhere).
-        """
-        t = snapshot.time
-        name = self.predictor.name
-        durations: dict[str, int] = {}
-        new: list[Prediction] = []
-        starts = self.start_predictions
-        for rj in snapshot.running:
-            job_id = rj.job.id
-            d = starts.get(job_id)
-            if d is None:
-                d = stored_starts.get(job_id)
-                if d is None:
-                    d = self.predictor.predict(rj.job, rj.start)
-                    new.append(Prediction(job_id, "start", name, d, t))
-                starts[job_id] = d
-            durations[job_id] = max(d, rj.time_limit) if rj.extensions else d
-        queued = self.queued_predictions
-        for job in snapshot.queued:
-            d = queued.get(job.id)
-            if d is None:
-                d = self.predictor.predict(job, t)
-                queued[job.id] = d
-                new.append(Prediction(job.id, "queued", name, d, t))
-            durations[job.id] = d
-        return PredictedDurations(durations, new)
-
     def predict_starts(self, snapshot: Snapshot, decision: Decision) -> dict[str, int]:
+        """The start prediction of each job ``decision`` starts (nothing is remembered)."""
         by_id = {job.id: job for job in snapshot.queued}
         return {
-            s.job_id: self.predictor.predict(by_id[s.job_id], snapshot.time)
+            s.job_id: self.book.start_prediction(by_id[s.job_id], snapshot.time)
             for s in decision.starts
         }
 
     def applied(self, snapshot: Snapshot, decision: Decision, predicted: dict[str, int]) -> None:
-        """Remember what this decision started; forget jobs no longer in the snapshot."""
-        self.start_predictions.update(predicted)
-        alive = {rj.job.id for rj in snapshot.running} | predicted.keys()
-        self.start_predictions = {k: v for k, v in self.start_predictions.items() if k in alive}
-        waiting = {job.id for job in snapshot.queued} - predicted.keys()
-        self.queued_predictions = {k: v for k, v in self.queued_predictions.items() if k in waiting}
+        """Remember what this decision started (``predicted``: empty for a dry run)."""
+        by_id = {job.id: job for job in snapshot.queued}
+        for job_id, duration in predicted.items():
+            self.book.started(by_id[job_id], snapshot.time, duration)
         self.last_snapshot = snapshot
         self.last_decision = decision
 
     def observe(self, jobs: Iterable[FinishedJobIn]) -> None:
         """Teach the predictor jobs that finished (in end order; censored ones skipped)."""
         for wire in sorted(jobs, key=lambda j: (j.end, j.start)):
-            if wire.state in CENSORED_STATES:
-                continue
-            self.predictor.observe(
-                FinishedJob(finished_core_job(wire, self.resource_names), wire.start, wire.end)
-            )
-            self.observed += 1
+            censored = wire.state in CENSORED_STATES
+            job = finished_core_job(wire, self.resource_names)
+            self.book.learn(job, wire.start, wire.end, censored=censored)
+            if not censored:
+                self.observed += 1
 
     def close(self) -> None:
         close = getattr(self.predictor, "close", None)

@@ -129,12 +129,12 @@ class Orchestrator:
                     [
                         rj.job.id
                         for rj in snapshot.running
-                        if rj.job.id not in runtime.start_predictions
+                        if not runtime.book.is_started(rj.job.id)
                     ],
                 )
-            durations = runtime.durations(snapshot, stored)
+            made = runtime.book.sync(snapshot, stored)
             deadline = began + runtime.policy.deadline * ANSWER_MARGIN
-            decision, solve_s = self._decide(runtime, snapshot, durations.durations, deadline)
+            decision, solve_s = self._decide(runtime, snapshot, runtime.book.durations, deadline)
             predicted = runtime.predict_starts(snapshot, decision)
             runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
             runtime.last_rejected = {r.job_id: r.reason for r in translated.rejected}
@@ -152,12 +152,11 @@ class Orchestrator:
                 decision_id=None,
             )
             with self.sessions.begin() as session:
-                new = list(durations.new)
+                name = runtime.predictor.name
+                new = [history.Prediction(p.job_id, p.kind, name, p.value, p.time) for p in made]
                 if not request.dry_run:
                     new.extend(
-                        history.Prediction(
-                            job_id, "start", runtime.predictor.name, d, snapshot.time
-                        )
+                        history.Prediction(job_id, "start", name, d, snapshot.time)
                         for job_id, d in predicted.items()
                     )
                 history.record_predictions(session, runtime.cluster_id, new)
@@ -246,7 +245,7 @@ class Orchestrator:
                 stored = history.store_finished(session, runtime.cluster_id, batch.jobs)
             # Committed: now (and only now) the predictor may learn from them.
             for job in stored.new:
-                predicted = runtime.start_predictions.get(job.id)
+                predicted = runtime.book.start_of(job.id)
                 if predicted is not None:
                     self.metrics.prediction_error.labels(cluster, runtime.predictor.name).observe(
                         abs(job.end - job.start - predicted)

@@ -65,7 +65,8 @@ def test_no_overfill_and_nothing_lost(wire, dispatcher):
     translated = to_snapshot(wire)
     snapshot = translated.snapshot
     runtime = ClusterRuntime("c", 1, Policy(dispatcher=dispatcher))
-    durations = runtime.durations(snapshot, {}).durations
+    runtime.book.sync(snapshot, {})
+    durations = runtime.book.durations
     decision = runtime.dispatcher.decide(snapshot, durations)
     assert decision_violations(snapshot, decision) == []
 
