@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 from cpsched.slurm_bridge import shadow
-from cpsched.slurm_bridge.client import ServiceClient
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.factory import make_backend
 from cpsched.slurm_bridge.loop import Bridge
 from cpsched.slurm_bridge.runner import SubprocessRunner
 from cpsched.slurm_bridge.snapshot import dispatch_request
+from cpsched.wire.client import ServiceClient
 
 
 def sbatch(*options: str, script: str) -> str:

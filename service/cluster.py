@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.predictor.base import Predictor
+from cpsched.runtime.codec import core_job
 from cpsched.runtime.durations import CENSORED_STATES, DurationBook
 from cpsched.runtime.policy import Policy
-from cpsched.service.convert import core_job
 from cpsched.wire.schemas import FinishedJobIn
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.core.durations import Durations
+from cpsched.runtime.codec import to_decision_out, to_snapshot
 from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
-from cpsched.service.convert import to_decision_out, to_snapshot
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history

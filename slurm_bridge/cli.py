@@ -19,6 +19,7 @@ from cpsched.slurm_bridge.errors import BridgeError
 from cpsched.slurm_bridge.factory import make_backend, make_client
 from cpsched.slurm_bridge.loop import Bridge, CycleReport
 from cpsched.slurm_bridge.snapshot import dispatch_request
+from cpsched.wire.errors import ServiceError
 
 app = typer.Typer(
     name="cpsched-bridge",
@@ -112,7 +113,7 @@ def once(config: ConfigOpt = None, verbose: VerboseOpt = 0) -> None:
     try:
         bridge = Bridge(settings, make_backend(settings), make_client(settings))
         report = bridge.cycle()
-    except BridgeError as exc:
+    except (BridgeError, ServiceError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     sys.stdout.write(json.dumps(report_json(report), indent=2, ensure_ascii=False) + "\n")

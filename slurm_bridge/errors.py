@@ -7,13 +7,12 @@ Hierarchy::
         ├── BridgeConfigError       the bridge's TOML / environment settings are wrong
         ├── CommandError            a workload-manager command failed or timed out
         ├── StateParseError         a command's output cannot be understood
-        ├── ServiceError            the cpsched service did not answer usefully
-        │   ├── ServiceUnavailable  unreachable, 5xx or past the deadline (fallback applies)
-        │   └── ServiceRejected     4xx: the request itself is wrong (fix the bridge/config)
         └── StateFileError          the bookkeeping file cannot be read or written
 
-Each message says what went wrong and what to do about it. Only the CLI turns these
-into exit codes; the loop turns ServiceUnavailable into the configured fallback.
+The service's own failures are the wire client's :class:`~cpsched.wire.errors.ServiceError`
+(unavailable or rejected). Each message says what went wrong and what to do about it.
+Only the CLI turns these into exit codes; the loop turns ServiceUnavailable into the
+configured fallback.
 """
 
 from __future__ import annotations
@@ -47,26 +46,6 @@ class CommandError(BridgeError):
 
 class StateParseError(BridgeError):
     """Output of squeue/sinfo/sacct/qstat could not be parsed."""
-
-
-class ServiceError(BridgeError):
-    """The cpsched service did not give a usable answer."""
-
-
-class ServiceUnavailable(ServiceError):
-    """The service is unreachable, failing (5xx) or missed the deadline."""
-
-
-class ServiceRejected(ServiceError):
-    """The service refused the request (4xx): fix the token, the cluster name or the data."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        self.status = status
-        self.detail = detail
-        super().__init__(
-            f"service refused the request with HTTP {status}: {detail[:500]}; "
-            "check the bridge's token and cluster name"
-        )
 
 
 class StateFileError(BridgeError):

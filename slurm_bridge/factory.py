@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from cpsched.slurm_bridge.backend import WorkloadManager
-from cpsched.slurm_bridge.client import ServiceClient
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.pbs import PbsBackend
 from cpsched.slurm_bridge.runner import Runner, SubprocessRunner
 from cpsched.slurm_bridge.slurm_backend import SlurmBackend
 from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
+from cpsched.wire.client import ServiceClient
 
 
 def make_backend(settings: BridgeSettings, runner: Runner | None = None) -> WorkloadManager:

@@ -16,12 +16,13 @@ from cpsched.slurm_bridge import shadow
 from cpsched.slurm_bridge import state_file as bookkeeping
 from cpsched.slurm_bridge.apply import ApplyResult, apply_decision
 from cpsched.slurm_bridge.backend import WorkloadManager
-from cpsched.slurm_bridge.client import ServiceClient
 from cpsched.slurm_bridge.config import BridgeSettings
-from cpsched.slurm_bridge.errors import BridgeError, CommandError, ServiceError, ServiceUnavailable
+from cpsched.slurm_bridge.errors import BridgeError, CommandError
 from cpsched.slurm_bridge.metrics import BridgeMetrics
 from cpsched.slurm_bridge.model import ClusterState, JobView
 from cpsched.slurm_bridge.snapshot import dispatch_request, finished_batch
+from cpsched.wire.client import ServiceClient
+from cpsched.wire.errors import ServiceError, ServiceUnavailable
 from cpsched.wire.schemas import DecisionOut, FinishedBatch
 
 log = logging.getLogger("slurm_bridge.loop")

@@ -8,11 +8,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cpsched.slurm_bridge.client import ServiceClient
 from cpsched.slurm_bridge.config import BridgeSettings
-from cpsched.slurm_bridge.errors import CommandError, ServiceRejected
+from cpsched.slurm_bridge.errors import CommandError
 from cpsched.slurm_bridge.loop import Bridge
 from cpsched.slurm_bridge.model import ClusterState
+from cpsched.wire.client import ServiceClient
+from cpsched.wire.errors import ServiceRejected
 from tests.slurm_bridge.fakes import FakeCluster, ScriptedService, decision, held, node
 
 

@@ -19,11 +19,11 @@ import pytest
 
 from cpsched.cli.local_service import LocalService
 from cpsched.slurm_bridge import hostlist, shadow
-from cpsched.slurm_bridge.client import ServiceClient
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.factory import make_backend
 from cpsched.slurm_bridge.loop import Bridge
 from cpsched.slurm_bridge.runner import SubprocessRunner
+from cpsched.wire.client import ServiceClient
 from tests.slurm_bridge.conftest import TOKEN, Testbed
 
 # One worker runs these in file order: later tests use what earlier ones started (FACTS),

@@ -1,4 +1,5 @@
-"""Wire schema ⇄ dispatch-core types.
+"""Wire schema ⇄ dispatch-core types, both ways, for everyone: the service reads
+snapshots and writes decisions; the replay over HTTP writes snapshots and reads decisions.
 
 A snapshot from a real workload manager is never quite tidy: nodes drain, a node may be
 over-committed, a user may ask for a resource no node has. The rules here keep one bad
@@ -20,16 +21,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from cpsched.core import Decision, Job, Node, RunningJob, Snapshot, make_snapshot
+from cpsched.core import (
+    Decision,
+    Diagnostics,
+    Extension,
+    Job,
+    Node,
+    RunningJob,
+    Snapshot,
+    Start,
+    make_snapshot,
+)
 from cpsched.core.capacity import units_fitting
 from cpsched.errors import SnapshotError
 from cpsched.wire.schemas import (
     DecisionOut,
     DiagnosticsOut,
+    DispatchRequest,
     ExtensionOut,
+    FinishedJobIn,
+    JobEndState,
     JobIn,
+    NodeIn,
     RejectedJobOut,
+    RunningJobIn,
     SnapshotIn,
     StartOut,
 )
@@ -213,5 +230,84 @@ def to_decision_out(
             model_constraints=d.model_constraints,
             model_intervals=d.model_intervals,
             notes=[*notes, *d.notes],
+        ),
+    )
+
+
+# -- the other way: what a client sends and reads -----------------------------------------
+
+
+def _per_unit(job: Job, names: tuple[str, ...]) -> dict[str, int]:
+    return {name: amount for name, amount in zip(names, job.unit_request, strict=True) if amount}
+
+
+def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "user": job.user,
+        "group": job.group,
+        "name": job.name,
+        "partition": job.queue,
+        "submit": job.submit,
+        "time_limit": job.time_limit,
+        "units": job.units,
+        "per_unit": _per_unit(job, names),
+    }
+
+
+def finished_to_wire(
+    job: Job, names: tuple[str, ...], start: int, end: int, state: JobEndState
+) -> FinishedJobIn:
+    """A finished core job as a client posts it; ``names`` name ``job``'s resource types."""
+    return FinishedJobIn(**_job_fields(job, names), start=start, end=end, state=state)
+
+
+def snapshot_to_wire(snapshot: Snapshot, *, dry_run: bool = False) -> DispatchRequest:
+    """A core snapshot as a client posts it."""
+    names = snapshot.resource_names
+    nodes = snapshot.nodes
+    return DispatchRequest(
+        time=snapshot.time,
+        dry_run=dry_run,
+        nodes=[
+            NodeIn(name=node.name, resources=dict(zip(names, node.capacity, strict=True)))
+            for node in nodes
+        ],
+        running=[
+            RunningJobIn(
+                **{**_job_fields(rj.job, names), "time_limit": rj.time_limit},
+                start=rj.start,
+                allocation={nodes[node].name: units for node, units in rj.allocation},
+                extensions=rj.extensions,
+            )
+            for rj in snapshot.running
+        ],
+        queued=[JobIn(**_job_fields(job, names)) for job in snapshot.queued],
+    )
+
+
+def decision_from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
+    """A service's answer as the core decision it stands for, on ``snapshot``'s nodes."""
+    index = {node.name: i for i, node in enumerate(snapshot.nodes)}
+    d = answer.diagnostics
+    return Decision(
+        starts=tuple(
+            Start(s.job_id, tuple((index[name], units) for name, units in s.allocation.items()))
+            for s in answer.starts
+        ),
+        extensions=tuple(
+            Extension(e.job_id, e.new_time_limit, e.reason) for e in answer.extensions
+        ),
+        planned=answer.planned,
+        diagnostics=Diagnostics(
+            dispatcher=d.dispatcher,
+            solver_status=d.solver_status,
+            fallback=d.fallback,
+            fallback_reason=d.fallback_reason,
+            restarts=d.restarts,
+            model_variables=d.model_variables,
+            model_constraints=d.model_constraints,
+            model_intervals=d.model_intervals,
+            notes=tuple(d.notes),
         ),
     )

@@ -1,4 +1,8 @@
-"""HTTP client of the cpsched service's API v1."""
+"""The HTTP client of the cpsched service's API v1: the bridge's and the replay's.
+
+Every failure is a typed :class:`~cpsched.wire.errors.ServiceError`: unavailable (no
+answer, 5xx, an unexpected body: the caller's fallback applies) or rejected (4xx).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,15 @@ from typing import TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from cpsched.slurm_bridge.errors import ServiceRejected, ServiceUnavailable
+from cpsched.wire.errors import ServiceRejected, ServiceUnavailable
 from cpsched.wire.schemas import DecisionOut, DispatchRequest, FinishedAck, FinishedBatch
 
 Answer = TypeVar("Answer", bound=BaseModel)
 
 
 class ServiceClient:
+    """Calls on one cluster's resources, with a bearer token; ``timeout_s`` per call."""
+
     def __init__(
         self,
         base_url: str,
@@ -25,7 +31,7 @@ class ServiceClient:
     ) -> None:
         self.cluster = cluster
         self._http = httpx.Client(
-            base_url=base_url,
+            base_url=base_url.rstrip("/"),
             headers={"Authorization": f"Bearer {token}"} if token else {},
             timeout=timeout_s,
             transport=transport,

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import decision_violations
+from cpsched.runtime.codec import to_snapshot
 from cpsched.runtime.policy import Policy
 from cpsched.service.cluster import ClusterRuntime
-from cpsched.service.convert import to_snapshot
 from cpsched.wire.schemas import DispatchRequest
 
 TYPES = ("cpu", "mem", "gpu")

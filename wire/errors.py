@@ -1,0 +1,34 @@
+"""Errors of a client of the service's API: the bridge and the replay over HTTP both
+raise these.
+
+Hierarchy::
+
+    CpschedError (cpsched.errors)
+    └── ServiceError                the cpsched service did not answer usefully
+        ├── ServiceUnavailable      unreachable, 5xx or past the deadline (fallback applies)
+        └── ServiceRejected         4xx: the request itself is wrong (fix the token or data)
+"""
+
+from __future__ import annotations
+
+from cpsched.errors import CpschedError
+
+
+class ServiceError(CpschedError):
+    """The cpsched service did not give a usable answer."""
+
+
+class ServiceUnavailable(ServiceError):
+    """The service is unreachable, failing (5xx) or missed the deadline."""
+
+
+class ServiceRejected(ServiceError):
+    """The service refused the request (4xx): fix the token, the cluster name or the data."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        super().__init__(
+            f"service refused the request with HTTP {status}: {detail[:500]}; "
+            "check the token, the cluster name and the data sent"
+        )
