@@ -18,17 +18,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cpsched.core.allocators import make_allocator
 from cpsched.core.correction import CorrectionPolicy
-from cpsched.core.registry import is_cp, make_dispatcher
+from cpsched.core.registry import DISPATCHERS, is_cp, make_dispatcher
 from cpsched.errors import ConfigError
-from cpsched.predictor.registry import make_predictor
+from cpsched.predictor.registry import PREDICTORS, make_predictor
 
 if TYPE_CHECKING:
     from cpsched.core.cp import ModelConfig, SearchConfig
     from cpsched.core.dispatcher import Dispatcher
     from cpsched.predictor.base import Predictor
 
-DispatcherName = Literal["fcfs", "sjf", "ljf", "easy", "hcp3", "pcp3", "pcp20"]
-PredictorName = Literal["wall-time", "last-two", "profile", "adaboost", "oracle"]
+if TYPE_CHECKING:
+    DispatcherName = str
+    PredictorName = str
+else:
+    # The registries are the one list of names: a dispatcher or predictor added there is a
+    # choice of the CLI and the config at once (typer and pydantic read the Literal).
+    DispatcherName = Literal[DISPATCHERS]
+    PredictorName = Literal[tuple(PREDICTORS)]
 LimitPolicy = Literal["requested", "predicted"]
 CorrectionKind = Literal["off", "simple", "power"]
 PresolveEffort = Literal["bounded", "cpsat"]
@@ -50,13 +56,21 @@ class Policy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dispatcher: DispatcherName = "easy"
+    dispatcher: DispatcherName = Field(
+        "easy",
+        description="fcfs, sjf, ljf and easy (EASY backfilling) are heuristics; hcp3, pcp3 "
+        "and pcp20 solve CP models, falling back to easy when out of time.",
+    )
     allocator: str = Field(
         "best-fit",
         description="first-fit, best-fit, or a heterogeneous allocator, which may name its "
         "critical types: balanced:gpu,mic.",
     )
-    predictor: PredictorName = "wall-time"
+    predictor: PredictorName = Field(
+        "wall-time",
+        description="Run times the dispatcher plans with: the request (wall-time), the "
+        "user's last two (last-two), job profiles, AdaBoost, or the trace's (oracle, replay).",
+    )
     limits: LimitPolicy = Field(
         "requested",
         description="A started job's time limit: its request, or its prediction (then only "
