@@ -43,7 +43,12 @@ def _derived(units: int, unit_request: Amounts) -> tuple[Amounts, Wanted]:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """A job as submitted: ``units`` identical units, each needing ``unit_request``."""
+    """A job as submitted: ``units`` identical units, each needing ``unit_request``.
+
+    ``resource_names`` names the entries of ``unit_request`` (the snapshot's or the
+    system's types, in their order), so that what is not positional (a predictor's
+    features) can read a type by name; empty when nobody said (then no type is named).
+    """
 
     id: str
     submit: int
@@ -54,6 +59,7 @@ class Job:
     group: str = ""
     name: str = ""
     queue: str = ""
+    resource_names: tuple[str, ...] = field(default=(), repr=False, compare=False)
     request: Amounts = field(init=False, repr=False, compare=False)
     wanted: Wanted = field(init=False, repr=False, compare=False)
 
@@ -69,6 +75,11 @@ class Job:
             raise SnapshotError(f"job {self.id}: requests no resource at all")
         object.__setattr__(self, "request", request)
         object.__setattr__(self, "wanted", wanted)
+
+    def amount(self, resource: str) -> int:
+        """The job's whole request of the type named ``resource`` (0: none, or unnamed)."""
+        names = self.resource_names
+        return self.request[names.index(resource)] if resource in names else 0
 
 
 @dataclass(frozen=True, slots=True)

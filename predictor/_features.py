@@ -13,7 +13,8 @@ Features (:data:`FEATURES`):
 * ``user``, ``queue``, ``name``: integer codes in order of first appearance (a name is
   coded by its :func:`~predictor.profile.name_stem`); a value not yet observed gets the
   next unused code, since ``predict`` must not assign any;
-* ``cores`` (``request[0]``), ``mem`` (``request[mem_index]``, 0 when absent),
+* ``cores`` and ``mem``: the job's whole request of the types named ``cpu`` and ``mem``
+  (0 when it has none, or its types are not named),
   ``time_limit`` (requested seconds), ``log_time_limit``, ``hour`` (of day) and
   ``weekday`` of the submit time;
 * the user's recent run times: ``last``, ``last_two`` (mean of the last two), and over
@@ -62,12 +63,10 @@ class FeatureState:
         self,
         features: Sequence[str],
         *,
-        mem_index: int | None,
         recent: int,
         profile_matches: int,
     ) -> None:
         self.features = tuple(features)
-        self.mem_index = mem_index
         self.recent = recent
         self.codes_: dict[str, dict[str, int]] = {kind: {} for kind in _CODED}
         self.recent_: dict[str, list[_Entry]] = {}
@@ -117,10 +116,9 @@ class FeatureState:
             elif feature == "name":
                 row.append(self._code("name", name_stem(job.name)))
             elif feature == "cores":
-                row.append(job.request[0] if job.request else 0)
+                row.append(job.amount("cpu"))
             elif feature == "mem":
-                i = self.mem_index
-                row.append(job.request[i] if i is not None and i < len(job.request) else 0)
+                row.append(job.amount("mem"))
             elif feature == "time_limit":
                 row.append(limit)
             elif feature == "log_time_limit":

@@ -151,7 +151,6 @@ class AdaBoost:
         criterion: Criterion = "absolute_error",
         window: int = 40_000,
         retrain_every: int = 1_000,
-        mem_index: int | None = 1,
         recent: int = 5,
         profile_matches: int = 11,
         random_state: int = 0,
@@ -193,7 +192,6 @@ class AdaBoost:
         self.criterion = criterion
         self.window = window
         self.retrain_every = retrain_every
-        self.mem_index = mem_index
         self.recent = recent
         self.profile_matches = profile_matches
         self.random_state = random_state
@@ -201,9 +199,7 @@ class AdaBoost:
         self.background = background
 
         self.fallback_ = LastTwo()
-        self.state_ = FeatureState(
-            self.features, mem_index=mem_index, recent=recent, profile_matches=profile_matches
-        )
+        self.state_ = FeatureState(self.features, recent=recent, profile_matches=profile_matches)
         self.rows_ = np.zeros((window, len(self.features)))
         self.targets_ = np.zeros(window)
         self.observed_ = 0

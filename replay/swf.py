@@ -331,6 +331,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                     group=group,
                     name=name,
                     queue=queue,
+                    resource_names=system.resource_names,
                 )
                 jobs.append(TraceJob(job, run, status, max(0, round(v[2]))))
                 kept += 1

@@ -60,8 +60,8 @@ class Translated:
 
 
 CANONICAL_FIRST = ("cpu", "mem")
-"""Resource types that, when present, come first: predictors read cores at index 0 and
-memory at index 1, whatever order a bridge lists a node's resources in."""
+"""Resource types that, when present, come first: one order for a cluster whatever order
+a bridge lists a node's resources in (jobs carry the names; nothing reads by position)."""
 
 
 def resource_names(nodes: Sequence[Mapping[str, int]]) -> tuple[str, ...]:
@@ -86,8 +86,8 @@ def _amounts(owner: str, per_unit: Mapping[str, int], index: Mapping[str, int]) 
     return tuple(amounts)
 
 
-def core_job(wire: JobIn, unit_request: tuple[int, ...]) -> Job:
-    """The dispatch core's job for a wire job whose request is already aligned."""
+def core_job(wire: JobIn, unit_request: tuple[int, ...], names: tuple[str, ...]) -> Job:
+    """The dispatch core's job for a wire job whose request is aligned with ``names``."""
     return Job(
         id=wire.id,
         submit=wire.submit,
@@ -98,6 +98,7 @@ def core_job(wire: JobIn, unit_request: tuple[int, ...]) -> Job:
         group=wire.group,
         name=wire.name,
         queue=wire.partition,
+        resource_names=names,
     )
 
 
@@ -132,7 +133,7 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
                 row[r] += units * amount
         running.append(
             RunningJob(
-                core_job(rj, unit_request),
+                core_job(rj, unit_request, names),
                 rj.start,
                 rj.time_limit,
                 tuple(allocation),
@@ -161,7 +162,7 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
             raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
         seen.add(wj.id)
         try:
-            job = core_job(wj, _amounts(f"job {wj.id!r}", wj.per_unit, index))
+            job = core_job(wj, _amounts(f"job {wj.id!r}", wj.per_unit, index), names)
         except SnapshotError as exc:
             rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
             continue

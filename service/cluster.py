@@ -40,7 +40,7 @@ def finished_core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
     """The core job of a finished one; types the cluster's nodes lack are kept at the end
     (a finished job is history, never rejected)."""
     names = (*names, *(name for name in wire.per_unit if name not in names))
-    return core_job(wire, tuple(wire.per_unit.get(name, 0) for name in names))
+    return core_job(wire, tuple(wire.per_unit.get(name, 0) for name in names), names)
 
 
 class ClusterRuntime:

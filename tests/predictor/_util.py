@@ -18,6 +18,7 @@ def mk(
     queue: str = "",
 ) -> Job:
     unit = (1,) if mem is None else (1, mem)
+    names = ("cpu",) if mem is None else ("cpu", "mem")
     return Job(
         id=id,
         submit=submit,
@@ -27,6 +28,7 @@ def mk(
         user=user,
         name=name,
         queue=queue,
+        resource_names=names,
     )
 
 

@@ -16,7 +16,7 @@ HISTORY_FEATURES = (
 
 
 def state(features=FEATURES, recent: int = 3) -> FeatureState:
-    return FeatureState(features, mem_index=1, recent=recent, profile_matches=3)
+    return FeatureState(features, recent=recent, profile_matches=3)
 
 
 def features_of(s: FeatureState, job, before=None) -> dict[str, float]:
@@ -85,3 +85,29 @@ def test_job_features():
     # Codes in order of first appearance; unseen values get the next unused code.
     assert (row_b["user"], row_b["queue"], row_b["name"]) == (0, 0, 0)
     assert (row["user"], row["queue"], row["name"]) == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("node", "per_unit", "cores", "mem"),
+    [
+        ({"cpu": 8, "gpu": 4}, {"cpu": 2, "gpu": 1}, 6, 0),  # no memory: not the GPU count
+        ({"mem": 64000, "gpu": 4, "cpu": 16}, {"gpu": 1, "mem": 1000, "cpu": 4}, 12, 3000),
+    ],
+)
+def test_cores_and_memory_are_read_by_name(node, per_unit, cores, mem):
+    from cpsched.runtime.codec import to_snapshot
+    from cpsched.wire.schemas import DispatchRequest
+
+    wire = DispatchRequest.model_validate(
+        {
+            "time": 0,
+            "nodes": [{"name": "n1", "resources": node}],
+            "queued": [
+                {"id": "j", "user": "u", "submit": 0, "time_limit": 60, "units": 3,
+                 "per_unit": per_unit}
+            ],
+        }
+    )  # fmt: skip
+    (job,) = to_snapshot(wire).snapshot.queued
+    row = features_of(state(features=("cores", "mem")), job)
+    assert row == {"cores": cores, "mem": mem}
