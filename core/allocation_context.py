@@ -1,7 +1,7 @@
 """What the heterogeneous allocators know about the machine and the queue at one call.
 
 First-fit and best-fit need only the free capacity they are handed. The allocators of
-SPEC §6 for heterogeneous machines also need the node capacities (which resource types
+Netti's thesis for heterogeneous machines also need the node capacities (which resource types
 are *critical*: by default every type that not all nodes have) and the queue (the
 weighted rule's average request). :func:`build_context` derives both from the snapshot
 and the durations, as plain data; nothing here reads a clock or does I/O.
@@ -39,7 +39,8 @@ class AllocationContext:
 
     shape: MachineShape
     weights: tuple[float, ...]
-    """``w_k = avgreq_k · load_k / avl_k`` (SPEC §6), aligned with the resource types."""
+    """``w_k = avgreq_k · load_k / avl_k`` (Netti's thesis, chapter 5), aligned with the
+    resource types."""
 
 
 def default_critical(resource_names: Sequence[str], nodes: Sequence[Node]) -> tuple[str, ...]:

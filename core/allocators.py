@@ -1,4 +1,4 @@
-"""Allocators: where a job's units go (SPEC §6).
+"""Allocators: where a job's units go.
 
 An allocator walks a node list and puts as many units on each node as fit, until the
 job is placed; the order of the list is the policy. It never changes the capacity it

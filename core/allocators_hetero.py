@@ -1,6 +1,6 @@
 """Allocators for heterogeneous machines: balanced, weighted, hybrid, priority-weighted.
 
-They follow SPEC §6 and Netti's thesis (chapter 5): like first-fit they walk a node
+They follow Netti's thesis (chapter 5): like first-fit they walk a node
 list and put as many units on each node as fit; only the order of the list differs.
 
 * **balanced**: nodes are put in bins by the critical type they *currently* have free

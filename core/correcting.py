@@ -1,4 +1,4 @@
-"""Walltime-correction directives (SPEC §8) added to any dispatcher's decision.
+"""Walltime-correction directives added to any dispatcher's decision.
 
 When a running job comes within the policy's lead of its current limit, the decision
 asks the workload manager to extend the limit. Extensions never shorten a limit and stop

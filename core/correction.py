@@ -1,4 +1,4 @@
-"""Walltime-correction policies (SPEC section 8): when and how far to extend a limit.
+"""Walltime-correction policies: when and how far to extend a limit.
 
 When a running job gets within ``lead`` seconds of its current limit, the dispatcher may
 ask the workload manager to extend it, so tight (predicted) limits need not kill jobs.

@@ -1,4 +1,4 @@
-"""Durations the models use (SPEC §2), in one place for every dispatcher."""
+"""Durations the models use, in one place for every dispatcher."""
 
 from __future__ import annotations
 

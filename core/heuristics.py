@@ -1,4 +1,4 @@
-"""List-scheduling dispatchers: FCFS, SJF, LJF, strict or with EASY backfilling (SPEC §7).
+"""List-scheduling dispatchers: FCFS, SJF, LJF, strict or with EASY backfilling.
 
 Which job comes next (the order) and where it goes (the allocator) are separate; a
 dispatcher joins them. The variants are parameters: ``backfill=False`` stops at the first

@@ -1,4 +1,4 @@
-"""EASY's reservation: the earliest time the blocked head job can start (SPEC §7)."""
+"""EASY's reservation: the earliest time the blocked head job can start."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Predictor accuracy on a trace, without scheduling (SPEC section 5, "every prediction...").
+"""Predictor accuracy on a trace, without scheduling: every job predicted at its submission.
 
 The jobs ended when the trace says they did: each starts at ``submit + wait`` (the
 wait the log recorded, 0 where it has none) and ends ``run_time`` later. Jobs are taken

@@ -17,90 +17,13 @@ every ``retrain_every`` observations:
 
 Until the first model exists, predictions come from a composed :class:`LastTwo`.
 
-Features: see :mod:`predictor._features` (:data:`FEATURES`). Every training row is built
-as of its job's submit time, from the jobs that had ended by then, so that rows look
+Features: see :mod:`cpsched.predictor._features` (:data:`FEATURES`). Every training row
+is built as of its job's submit time, from the jobs that had ended by then, so that rows look
 like what ``predict`` sees.
 
-Defaults, measured with :func:`predictor.accuracy.evaluate` (the ``predict-eval``
-evaluation) on the full traces; figures are MAE / last-two's MAE. Refits draw on the
-same ``random_state`` but a tie between equally good splits goes one way or the other
-with the column set, so differences of 1-2% between feature sets are noise.
-
-* Defaults (``DEFAULT_FEATURES`` = ``HISTORY_FEATURES``, ``absolute_error`` trees, depth
-  8, at least 20 rows a leaf, 10 trees, learning rate 0.1, a 40,000-row window with
-  recency weights of half-life 5,000 rows, a refit every 1,000 jobs): KTH 0.767, CTC
-  0.915, HPC2N **0.786**, Curie 0.863, MetaCentrum **0.703**; under-rates 0.52, 0.51,
-  0.53, 0.49 and 0.64. Replays took 75 s, 449 s, 1,357 s, 2,014 s and 541 s (two at a
-  time on the two cores). Cost (``bench/predictor_cost.py``, HPC2N,
-  100,000 jobs observed): a prediction 12.6 µs (p50), 25 µs (p99); a refit 1.8 s CPU on
-  a 10,000-job history, 7.3 s on the 40,000-row window. **Chosen by screening on
-  HPC2N** (the recency item below), then measured on all five with this one setting:
-  HPC2N's 0.786 is 1.4 points under the issue's 0.80 and resampling noise is about 1%,
-  so the margin is thin.
-* Defaults until then (20,000-row window, no recency weights, the rest as above): KTH
-  0.758, CTC 0.906, HPC2N 0.836, Curie 0.871, MetaCentrum 0.730; under-rates 0.52, 0.50,
-  0.52, 0.50 and 0.61. Replays took 85 s, 306 s, 809 s, 1,213 s and 338 s. Cost
-  (``bench/predictor_cost.py``, HPC2N, 100,000 jobs observed): a prediction 15 µs (p50),
-  26 µs (p99); a refit 2.0 s CPU on a 10,000-job history, 3.9 s on the 20,000-row window.
-* Former defaults (``BASIC_FEATURES``, one row a leaf): KTH 0.804, CTC 0.969, HPC2N
-  0.864, Curie 0.916, MetaCentrum 0.782. Of these features, ``last_two`` lowered the
-  MAE by 2.5-4.3% on KTH, CTC and HPC2N; ``hour`` and ``queue``/``name`` raised it by
-  1-1.5%; ``log_time_limit`` changes nothing (trees split on order).
-* ``HISTORY_FEATURES`` with one row a leaf: KTH 0.759, CTC 0.916, HPC2N 0.835, Curie
-  0.873, but MetaCentrum 0.888 (its under-rate rose to 0.62): leaves of a few jobs
-  chase single run times. A fit of 20,000 rows of 13 features takes about 4 s against
-  1.2 s for 5: the replays took 84 s (KTH), 243 s (CTC), 640 s (HPC2N), 1,229 s (Curie)
-  and 374 s (MetaCentrum). (A prototype refitted every 10,000 jobs on HPC2N and 3,000 on
-  KTH had lowered the MAE there from 0.936 to 0.846 and from 0.831 to 0.779.) With
-  ``squared_error`` trees (0.4 s a fit) they gave KTH 0.792, CTC 0.948, HPC2N 0.885,
-  Curie 0.956, MetaCentrum 0.797. Adding ``hour`` and ``weekday`` moved HPC2N by 0.5%,
-  noise. A 10,000-row window refitted every 2,000 jobs (``absolute_error``, history
-  features) was worse: HPC2N 0.910.
-* ``min_samples_leaf`` 20 against 1 (history features) on 50,000-job prefixes refitted
-  every 2,500 jobs: HPC2N 0.930 against 0.944, Curie 0.929 against 0.968, MetaCentrum
-  0.888 against 0.927; on the full traces the figures of the first item.
-* Screened on the same prefixes (history features, ``absolute_error``, one row a leaf;
-  history alone: HPC2N 0.944, Curie 0.968, MetaCentrum 0.927): the ``ratio``
-  target gave 1.015, 1.014 and 0.799 (better only where every request is 30 days);
-  the spread features ``recent_mad`` (median absolute deviation of the recent run
-  times), ``killed_rate`` (share of the user's recent jobs that ran to their limit),
-  ``since_last`` (seconds since the user's last job ended), ``profile_count`` and
-  ``profile_mad`` (how many profile matches and their spread), all five added, gave
-  HPC2N 0.951 and Curie 0.940: no consistent gain, so they were not kept. The
-  ``profile`` feature already falls back to the user's last-two mean when no rule
-  matches (the predictor's rule 6 gives the requested time). The number of the user's
-  queued jobs is not a feature: it depends on jobs that have not finished, which the
-  no-future-leak rule forbids.
-* Target: ``log`` run time raised the MAE (``squared_error``, history features: HPC2N
-  0.963, Curie 1.037, the model then underestimates two jobs in three; leaves average
-  logarithms, far below the median of a bimodal distribution). ``ratio`` (run /
-  requested time, which lets a tree carry "this user uses a tenth of what they ask"
-  over to a new request) lowered HPC2N from 0.873 to 0.860 but raised Curie from 0.953
-  to 0.985. Both are options; the target stays seconds.
-* Where the default's error is (full HPC2N, predictions saved with
-  ``bench/predictor_accuracy.py --save``): 60% of the absolute error is long jobs (run
-  ≥ 5 h) predicted too short, and 27% is long jobs that ran to at least 99% of their
-  request (killed or just in time) predicted shorter; short jobs predicted too long make
-  29%. The ratio is 0.94, 0.93, 0.89, 0.96 and 0.70 in the five fifths of the trace: the
-  last fifth carries the gain. Taking the smaller of this and the profile answer would
-  give 0.819, blends of the two 0.834-0.860, the median of last-two, profile and this
-  0.853; none reaches 0.8, and a blend is not this predictor, so none was kept. A
-  50,000-row window was started and stopped unfinished (its fits took too long to
-  finish in the session).
-* Recency weights (``half_life``: a row ``half_life`` rows older weighs half as much;
-  AdaBoost.R2 draws each tree's sample by these weights), screened by re-running the
-  refits offline on the rows of the full traces (every 5,000 jobs instead of 1,000;
-  the default then gives HPC2N 0.835, Curie 0.872, CTC 0.918, as on-line). HPC2N,
-  20,000-row window: half-life 1,250 rows 0.923, 2,500 0.829, 5,000 **0.820**; 40,000
-  rows: unweighted 0.831, half-life 5,000 **0.808**, 10,000 0.821; 60,000 rows and
-  7,500: 0.824. The curve is not smooth (resampling noise of about 1%); with a 20,000-row
-  window the same weights made CTC (0.927 against 0.918) and Curie (0.875 against
-  0.872) worse. On-line (refits every 1,000 jobs), 40,000 rows and half-life 5,000 gave
-  HPC2N 0.786 and MetaCentrum 0.703 against 0.836 and 0.730: the defaults now (first
-  item).
-* ``max_depth`` 12 instead of 8 (``squared_error``, history features): HPC2N 0.881
-  against 0.873, worse. Few shallow trees with a small learning rate did best, as more
-  boosting rounds chase outliers.
+The defaults (features, tree shape, window, recency weights) were chosen by measuring
+the prediction error on the full real traces; the measurements, and the alternatives
+tried and left, are in docs/predictors.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The interface every run-time predictor implements (SPEC §5).
+"""The interface every run-time predictor implements.
 
 Predictors follow scikit-learn's conventions: hyperparameters in ``__init__``, learned
 state in attributes, ``observe`` is the only method that changes state. They never read

@@ -34,8 +34,8 @@ paper's rule. Measured with :func:`predictor.accuracy.evaluate` on the five full
 Odd, so the median is one of the observed run times once enough matches exist.
 
 **No match** (``fallback``). Rule 6 gives the requested time (``"requested"``, the
-default, as SPEC §5 states it). ``"last-two"`` gives the user's last-two mean instead
-(the requested time still when the user has no finished job): with ``matches=11`` it
+default, as the job-profile method states it). ``"last-two"`` gives the user's last-two
+mean instead (the requested time still when the user has no finished job): with ``matches=11`` it
 lowers the MAE on CTC by 13%, HPC2N 13%, Curie 3% and MetaCentrum 58% (whose requested
 times are all 30 days) but raises it on KTH by 5%. It departs from the paper's rule 6,
 so it is an option, not the default.

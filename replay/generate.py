@@ -252,7 +252,7 @@ def generate_jobs(
 def swf_text(
     jobs: Sequence[GeneratedJob], params: WorkloadParams, system: System, seed: int, sidecar: str
 ) -> str:
-    """The SWF file: header comments, then the 18 fields per job (SPEC §10)."""
+    """The SWF file: header comments, then the 18 fields per job (Standard Workload Format)."""
     procs = sum(n.capacity[0] for n in system.nodes)
     queues = ", ".join(
         f"{i} {name} (<= {largest} s)" for i, (largest, name) in enumerate(params.queues, 1)

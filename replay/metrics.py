@@ -1,4 +1,4 @@
-"""Summary statistics of a finished replay (SPEC §9), as a JSON-ready dict.
+"""Summary statistics of a finished replay, as a JSON-ready dict.
 
 Definitions, per job: wait = start − submit; run = end − start (what the job actually
 ran, so a killed job counts up to its limit); slowdown = (wait + run) / run; bounded
@@ -208,7 +208,7 @@ def jsonable(value: object) -> object:
 def summarise(
     result: ReplayResult, *, warmup_fraction: float = 0.01, include_timings: bool = True
 ) -> dict[str, object]:
-    """The run's summary (SPEC §9). With ``include_timings=False`` every wall-clock-derived
+    """The run's summary. With ``include_timings=False`` every wall-clock-derived
     key (``dispatch_ms_*``) is left out, so that two replays compare byte for byte."""
     jobs = result.jobs
     n = len(jobs)

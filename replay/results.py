@@ -181,7 +181,7 @@ class DispatchStats:
     """Time-limit extension directives applied (walltime correction)."""
     model_size: dict[str, np.ndarray] | None = field(default=None)
     """Optional per-call model sizes (e.g. ``{"intervals": ..., "variables": ...}``) for
-    the CP dispatchers (SPEC §9); summarised as mean and max when present."""
+    the CP dispatchers; summarised as mean and max when present."""
     fallback_reasons: dict[str, int] = field(default_factory=dict)
     """Reason -> count of the ``fallbacks`` (``Diagnostics.fallback_reason``)."""
 

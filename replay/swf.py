@@ -1,10 +1,10 @@
 """Reading Standard Workload Format traces (plain or gzip) into dispatch-core jobs.
 
-An SWF file has ``; Key: value`` header comments, then one job per line: 18 numbers,
-``-1`` when unknown (SPEC section 10). A job is ``units`` processors, each asking 1
-``cpu`` and, if the system has ``mem`` (MB per node), ``ceil(KB per processor / 1024)``
-MB; other resource types 0. ``run_time`` is what the log says the job ran. Decimal
-times (``552.21``) are rounded to whole seconds.
+An SWF file (the Parallel Workloads Archive's Standard Workload Format) has ``; Key:
+value`` header comments, then one job per line: 18 numbers, ``-1`` when unknown. A job
+is ``units`` processors, each asking 1 ``cpu`` and, if the system has ``mem`` (MB per
+node), ``ceil(KB per processor / 1024)`` MB; other resource types 0. ``run_time`` is
+what the log says the job ran. Decimal times (``552.21``) are rounded to whole seconds.
 
 Real logs hold lines that cannot be replayed as they are. Rules apply in the order
 below; the first *skip* rule that matches drops the line, so each job line is kept or

@@ -1,4 +1,4 @@
-"""The flow every CP dispatcher shares (SPEC §4): one call's phases under its deadline.
+"""The flow every CP dispatcher shares: one call's phases under its deadline.
 
 ``fallback → prepare → (trivial?) → formulate (hint, build) → solve → extract → validate``
 (a formulation without a model, ``search_size_cap``, skips the build and the solve: its
@@ -241,7 +241,7 @@ class CPDispatcher:
             notes=notes,
         )
         if outcome.status == "infeasible":
-            # SPEC §4 step 2: nothing starts from a proven-infeasible model; no fallback.
+            # Nothing starts from a proven-infeasible model; no fallback.
             return Decision((), planned={}, diagnostics=diagnostics)
         if outcome.values is None:
             diagnostics = replace(diagnostics, notes=(*notes, budget.note()))

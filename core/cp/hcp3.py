@@ -1,4 +1,4 @@
-"""HCP3: CP scheduling on pooled resources, heuristic allocation on the real nodes (SPEC §4).
+"""HCP3: CP scheduling on pooled resources, heuristic allocation on the real nodes.
 
 The call's phases are ``flow.CPDispatcher``'s; HCP3's model: *build* (one
 interval per window job, fixed intervals for the running jobs, one cumulative per

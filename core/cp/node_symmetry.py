@@ -1,4 +1,4 @@
-"""Symmetry between interchangeable nodes in PCP3's node-level model (SPEC §4 "going
+"""Symmetry between interchangeable nodes in PCP3's node-level model ("going
 further"; off by default, see ``PCP3Dispatcher.node_symmetry``).
 
 Two nodes are interchangeable when no constraint of the model tells them apart: the same

@@ -1,4 +1,4 @@
-"""The PCP'20 position model (SPEC §4) in CP-SAT.
+"""The PCP'20 position model in CP-SAT.
 
 Per modelled type ``r`` the units of the machine are numbered in node order: node ``n``
 holds positions ``[off[n,r], off[n,r] + cap[n,r])``. Each unit ``k`` of job ``i`` gets a
@@ -7,7 +7,7 @@ position ``p[i,k,r]`` per requested type and occupies ``[s_i, s_i + d_i) × [p, 
 rectangles packed from the bottom of their nodes.
 
 "On one node" is not the paper's ``node_of[p]`` element lookup (it did not scale in
-CP-SAT, notes/cp-feasibility.md): each unit has a node index ``node[i,k]`` over its host
+CP-SAT, docs/cp-dispatchers.md): each unit has a node index ``node[i,k]`` over its host
 nodes, and each type's position is bounded by ``AddElement`` tables of the nodes'
 lowest and highest positions. The alternative, one literal ``b[i,k,n] ⇔ node = n`` per
 host node with enforced linear bounds, was measured on 10 Eurora-like 64-node queues

@@ -1,4 +1,4 @@
-"""PCP3: pure CP scheduling *and* allocation on the real nodes (PCP'19, SPEC §4).
+"""PCP3: pure CP scheduling *and* allocation on the real nodes (PCP'19).
 
 Steps as HCP3's (shared: fallback first, ``prepare``, guard, ``solve_with_restarts``);
 the hint is the best greedy node-level plan, and the jobs planned at ``t`` start on the

@@ -57,7 +57,7 @@ def _unit_hosts(ureq: Sequence[int], caps: Sequence[Sequence[int]]) -> Hosts:
 
 
 def hostable(snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, list[Hosts]]:
-    """``prepared`` without the jobs no set of nodes could ever host (SPEC's PCP reduction;
+    """``prepared`` without the jobs no set of nodes could ever host (the PCP papers' reduction;
     never true for a job that fits now, nor for the guard, which fits the idle machine: a
     safety net), and each remaining job's hosts."""
     caps = node_capacities(snapshot, prepared)

@@ -1,6 +1,6 @@
 """Prepare step of the CP dispatchers: everything computed before a model is built.
 
-Plain functions from a snapshot to small frozen dataclasses (SPEC §2–§4): priorities,
+Plain functions from a snapshot to small frozen dataclasses (the papers' definitions): priorities,
 the reductions, the m-job window, time units, the horizon and the objective weights.
 Model times are in *units* of ``ModelConfig.time_unit`` seconds counted from the
 dispatching time ``t``, so a start variable's value 0 means "start now" and numbers stay
@@ -20,14 +20,14 @@ from cpsched.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
-    """What goes into a CP model. Defaults follow SPEC §4 unless noted.
+    """What goes into a CP model. Defaults follow the papers unless noted.
 
-    * ``window`` — m, the number of queued jobs (by priority) in the model (SPEC: 100).
+    * ``window`` — m, the number of queued jobs (by priority) in the model (the papers': 100).
     * ``time_unit`` — seconds per model time unit. Durations and remaining times are
       rounded *up* to whole units (a job never looks shorter than it is), so plans stay
       feasible in seconds; decisions are unchanged for jobs whose durations are exact
       multiples of the unit. A running job past its expected end holds at least one unit
-      (the underestimation fix, SPEC §2). 1 s by default: CP-SAT bounds domains by intervals, so a
+      (the underestimation fix). 1 s by default: CP-SAT bounds domains by intervals, so a
       fine unit costs little; coarser units help the node-level models.
     * ``weight_scale`` — the objective weight of the shortest job in the window; a job
       ``k`` times longer weighs ``round(weight_scale / k)`` (at least 1). With 1000, the
@@ -84,7 +84,7 @@ def duration(durations: Durations, job_id: str) -> int:
 
 
 def priorities(queued: Sequence[Job], durations: Durations, now: int) -> dict[str, float]:
-    """SPEC §3: ``prio_i = (t − q_i + d_i) / d_i``, the slowdown if the job started now."""
+    """``prio_i = (t − q_i + d_i) / d_i``, the slowdown if the job started now."""
     prios: dict[str, float] = {}
     for job in queued:
         d = duration(durations, job.id)
@@ -95,7 +95,8 @@ def priorities(queued: Sequence[Job], durations: Durations, now: int) -> dict[st
 def priority_order(
     queued: Sequence[Job], prios: Mapping[str, float], durations: Durations
 ) -> list[Job]:
-    """Highest priority first; ties: smaller ``d_i · Σ_r req[i,r]`` (SPEC §4), then queue order."""
+    """Highest priority first; ties: smaller ``d_i · Σ_r req[i,r]`` (the papers' rule),
+    then queue order."""
     position = {job.id: i for i, job in enumerate(queued)}
     return sorted(
         queued,
@@ -106,7 +107,7 @@ def priority_order(
 def startable_now(order: Sequence[Job], free: FreeCapacity) -> tuple[list[Job], list[Job]]:
     """Split jobs into those whose units fit on the nodes' free capacity at ``t`` and the rest.
 
-    SPEC's reduction drops a job whose request the resources free at ``t`` cannot meet.
+    The papers' reduction drops a job whose request the resources free at ``t`` cannot meet.
     This checks it node by node (after the cheap per-type totals), not only on the
     pooled totals: a job that fits the pool but no set of real nodes would be planned at
     ``t`` by the pooled model and then postponed by the allocator, pushing back the jobs
@@ -271,7 +272,7 @@ def prepare(
         capacity=tuple(snapshot.capacity_total[r] for r in types),
         jobs=jobs,
         running=loads,
-        # SPEC §2: eoh = t + Σ_running rem_i + Σ_queued d_i (modelled jobs only).
+        # End of horizon: eoh = t + Σ_running rem_i + Σ_queued d_i (modelled jobs only).
         horizon=running_total + sum(j.length for j in jobs),
         dropped=tuple(j.id for j in dropped),
         beyond_window=tuple(j.id for j in beyond),

@@ -1,6 +1,6 @@
 """Search control of the CP dispatchers: time-limited restarts under a hard deadline.
 
-SPEC §4 "Search control", for any CP-SAT model whose decision variables are listed:
+The papers' search control, for any CP-SAT model whose decision variables are listed:
 
 1. solve with limit δ;
 2. proven infeasible → stop (the caller starts nothing from this model; no retry);

@@ -1,4 +1,4 @@
-"""Allocators for heterogeneous machines (SPEC §6): orderings on hand-made clusters,
+"""Allocators for heterogeneous machines: orderings on hand-made clusters,
 priority-weighted's counters, and properties every allocator keeps."""
 
 import pytest

@@ -89,7 +89,7 @@ def test_past_the_deadline_the_fallback_decision_is_returned_and_marked():
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(), st.booleans())
 def test_decisions_are_valid_and_match_pcp3_when_both_are_optimal(snap, guarded):
-    """SPEC §Validation: equal optima. Strictly, packing rectangles on a node (a unit
+    """Equal optima. Strictly, packing rectangles on a node (a unit
     keeps its positions for its whole run) can be tighter than PCP3's per-node cumulative
     when units need several contiguous positions, so equality is asserted where every
     unit request is at most 1 per type (interval colouring: always packable) and PCP'20
