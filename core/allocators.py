@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from cpsched.core.allocators_hetero import HETEROGENEOUS
+from cpsched.core.allocators_hetero import HETEROGENEOUS, PriorityCounters, PriorityWeighted
 from cpsched.core.capacity import FreeCapacity, units_fitting
 from cpsched.core.problem import Allocation, Job
 from cpsched.errors import ConfigError, UnknownPolicyError
@@ -93,18 +93,27 @@ ALLOCATORS: dict[str, Callable[..., Allocator]] = {
 """Every allocator by name; the heterogeneous ones take the critical resource types."""
 
 
-def make_allocator(name: str, *, critical: Sequence[str] | None = None) -> Allocator:
+def make_allocator(
+    name: str,
+    *,
+    critical: Sequence[str] | None = None,
+    counters: PriorityCounters | None = None,
+) -> Allocator:
     """The allocator registered as ``name``.
 
     ``critical`` names the critical resource types of balanced, weighted, hybrid and
     priority-weighted (default: every type that not all nodes have); a name may carry
     them too, ``"balanced:gpu,mic"``, which is how the command line passes them.
+    ``counters`` are priority-weighted's failure counters, kept by the caller between
+    calls (``DispatcherState.priority_counters``); the other allocators learn nothing.
     """
     base, colon, spec = name.partition(":")
     if base not in ALLOCATORS:
         raise UnknownPolicyError("allocator", name, ALLOCATORS)
     if colon:
         critical = tuple(t.strip() for t in spec.split(",") if t.strip())
+    if base == "priority-weighted":
+        return PriorityWeighted(critical, counters=counters)
     if base in HETEROGENEOUS:
         return HETEROGENEOUS[base](critical)
     if critical is not None:

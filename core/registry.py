@@ -15,6 +15,7 @@ from cpsched.errors import UnknownPolicyError
 if TYPE_CHECKING:
     from cpsched.core.cp.prepare import ModelConfig
     from cpsched.core.cp.search import SearchConfig
+    from cpsched.core.state import DispatcherState
 
 # name → (queue order, EASY backfilling?)
 HEURISTICS: dict[str, tuple[str, bool]] = {
@@ -42,6 +43,7 @@ def make_dispatcher(
     model: ModelConfig | None = None,
     merge_running: bool = True,
     node_symmetry: bool = False,
+    state: DispatcherState | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -49,6 +51,8 @@ def make_dispatcher(
     ``correction`` adds walltime-extension directives to its decisions; ``search`` sets
     a CP dispatcher's time limits and deadline, ``model`` what goes into its models;
     ``merge_running`` and ``node_symmetry`` are PCP'20's and PCP3's formulation options.
+    ``state`` is what the dispatcher learns between calls: the caller keeps it (default:
+    a fresh one, which nobody else sees).
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
@@ -62,11 +66,13 @@ def make_dispatcher(
             model=model,
             merge_running=merge_running,
             node_symmetry=node_symmetry,
+            state=state,
         )
         dispatcher = with_allocator_context(cp, cp.allocator)
     elif name in HEURISTICS:
         order, backfill = HEURISTICS[name]
-        placer = make_allocator(allocator)
+        counters = None if state is None else state.priority_counters
+        placer = make_allocator(allocator, counters=counters)
         listed = ListDispatcher(name, ORDERS[order], placer, backfill=backfill, plan=plan)
         # balanced, weighted, ... read the snapshot: they observe it before each call.
         dispatcher = with_allocator_context(listed, placer)

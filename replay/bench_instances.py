@@ -24,6 +24,7 @@ import numpy as np
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.problem import Decision
 from cpsched.replay.instances import Instance, open_instances
+from cpsched.runtime.gc_pause import decide_paused
 
 _SEARCH = re.compile(r"^search: \d+ run\(s\), objective (-?\d+|None)")
 _HEURISTIC = re.compile(r"heuristic-seeded (-?\d+)")
@@ -137,7 +138,7 @@ def bench(
             snap = instance.snapshot
             for name, dispatcher in dispatchers.items():
                 began, cpu_began = clock(), cpu_clock()
-                decision = dispatcher.decide(snap, instance.durations)
+                decision = decide_paused(dispatcher, snap, instance.durations)
                 wall_ms = (clock() - began) * 1000.0
                 cpu_ms = (cpu_clock() - cpu_began) * 1000.0
                 d = decision.diagnostics

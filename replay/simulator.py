@@ -48,6 +48,7 @@ from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, Time
 from cpsched.replay.swf import TraceJob
 from cpsched.replay.system import System
 from cpsched.runtime.durations import DurationBook
+from cpsched.runtime.gc_pause import decide_paused
 
 
 class ReplayStalledError(CpschedError):
@@ -186,7 +187,7 @@ class Simulator:
         if self.options.validate:
             check_snapshot(snapshot)
         began = self.clock()
-        decision = self.dispatcher.decide(snapshot, self.book.durations)
+        decision = decide_paused(self.dispatcher, snapshot, self.book.durations)
         wall_s = self.clock() - began
         self._wall_ms.append(wall_s * 1000.0)
         if self.options.validate:

@@ -25,6 +25,7 @@ from cpsched.predictor.registry import PREDICTORS, make_predictor
 if TYPE_CHECKING:
     from cpsched.core.cp import ModelConfig, SearchConfig
     from cpsched.core.dispatcher import Dispatcher
+    from cpsched.core.state import DispatcherState
     from cpsched.predictor.base import Predictor
 
 if TYPE_CHECKING:
@@ -205,10 +206,17 @@ class Policy(BaseModel):
 
         return ModelConfig(time_unit=self.cp_time_unit, reserve_after=self.cp_reserve_after or None)
 
-    def make_dispatcher(self, *, plan: bool = True, system_cap: int | None = None) -> Dispatcher:
+    def make_dispatcher(
+        self,
+        *,
+        plan: bool = True,
+        system_cap: int | None = None,
+        state: DispatcherState | None = None,
+    ) -> Dispatcher:
         """The configured dispatcher, with its walltime-correction directives.
 
-        ``plan=False`` lets a heuristic skip planned starts nobody reads (replays).
+        ``plan=False`` lets a heuristic skip planned starts nobody reads (replays);
+        ``state`` is what it learns between calls, kept by the caller.
         """
         return make_dispatcher(
             self.dispatcher,
@@ -219,6 +227,7 @@ class Policy(BaseModel):
             model=self.model_settings(),
             merge_running=self.cp_merge_running,
             node_symmetry=self.cp_node_symmetry,
+            state=state,
         )
 
     def make_fallback(self, *, system_cap: int | None = None) -> Dispatcher:

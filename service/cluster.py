@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
+from cpsched.core.state import DispatcherState
 from cpsched.predictor.base import Predictor
 from cpsched.runtime.codec import core_job
 from cpsched.runtime.durations import CENSORED_STATES, DurationBook
@@ -31,9 +32,12 @@ def build_predictor(policy: Policy) -> Predictor:
     return policy.make_predictor(background=True)
 
 
-def build_dispatchers(policy: Policy) -> tuple[Dispatcher, Dispatcher]:
-    """The configured dispatcher and the heuristic answering when it cannot in time."""
-    return policy.make_dispatcher(plan=True), policy.make_fallback()
+def build_dispatchers(
+    policy: Policy, state: DispatcherState | None = None
+) -> tuple[Dispatcher, Dispatcher]:
+    """The configured dispatcher (learning into ``state``) and the heuristic answering
+    when it cannot in time."""
+    return policy.make_dispatcher(plan=True, state=state), policy.make_fallback()
 
 
 def finished_core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
@@ -50,7 +54,9 @@ class ClusterRuntime:
         self.policy = policy
         self.predictor = build_predictor(policy)
         self.book = DurationBook(self.predictor)
-        self.dispatcher, self.fallback = build_dispatchers(policy)
+        self.dispatcher_state = DispatcherState()
+        """What the dispatcher learns between calls; this runtime owns it."""
+        self.dispatcher, self.fallback = build_dispatchers(policy, self.dispatcher_state)
         self.lock = threading.Lock()
         """Serialises this cluster's dispatches and predictor updates."""
         self.resource_names: tuple[str, ...] = ("cpu", "mem")

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.core.durations import Durations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
+from cpsched.runtime.gc_pause import decide_paused
 from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.settings import ServiceSettings
@@ -175,7 +176,7 @@ class Orchestrator:
         deadline: float,
     ) -> tuple[Decision, float]:
         began = time.perf_counter()
-        future = self.executor.submit(runtime.dispatcher.decide, snapshot, durations)
+        future = self.executor.submit(decide_paused, runtime.dispatcher, snapshot, durations)
         reason: str
         try:
             decision = future.result(timeout=max(0.0, deadline - began))

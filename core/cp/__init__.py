@@ -18,6 +18,7 @@ from cpsched.core.cp.pcp20 import PCP20Dispatcher
 from cpsched.core.cp.prepare import ModelConfig
 from cpsched.core.cp.search import SearchConfig
 from cpsched.core.registry import CP_DISPATCHERS
+from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError, UnknownPolicyError
 
 PRESOLVE_BY_DEFAULT = {"hcp3": True, "pcp3": False, "pcp20": True}
@@ -33,18 +34,21 @@ def make_cp_dispatcher(
     model: ModelConfig | None = None,
     merge_running: bool = True,
     node_symmetry: bool = False,
+    state: DispatcherState | None = None,
 ) -> CPDispatcher:
     """The CP dispatcher registered as ``name``, allocating with ``allocator``.
 
     ``search`` and ``model`` default to ``SearchConfig()`` and ``ModelConfig()``;
     ``merge_running=False`` (PCP'20 only) keeps one running rectangle per node,
-    ``node_symmetry`` (PCP3 only) breaks the symmetry of identical nodes.
+    ``node_symmetry`` (PCP3 only) breaks the symmetry of identical nodes; ``state`` is
+    what it learns between calls (its caller keeps it; default: a fresh one).
     """
     if name not in CP_DISPATCHERS:
         raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
     search = search or SearchConfig()
     if search.presolve is None:
         search = replace(search, presolve=PRESOLVE_BY_DEFAULT[name])
+    state = state if state is not None else DispatcherState()
     options: dict[str, bool] = {}
     if not merge_running:
         if name != "pcp20":
@@ -59,7 +63,8 @@ def make_cp_dispatcher(
         "pcp3": PCP3Dispatcher,
         "pcp20": PCP20Dispatcher,
     }
-    return kinds[name](make_allocator(allocator), search, model, **options)
+    placer = make_allocator(allocator, counters=state.priority_counters)
+    return kinds[name](placer, search, model, state=state, **options)
 
 
 __all__ = [

@@ -22,7 +22,6 @@ from ortools.sat.python import cp_model
 from cpsched.core.allocators import Allocator, BestFit
 from cpsched.core.cp.allocate import allocate_now
 from cpsched.core.cp.budget import Budget, GiveUp, OutOfTime
-from cpsched.core.cp.gc_pause import collector_paused
 from cpsched.core.cp.greedy import previous_order
 from cpsched.core.cp.guard import Guard, protect, starving_job
 from cpsched.core.cp.prepare import (
@@ -43,6 +42,7 @@ from cpsched.core.cp.search import (
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Decision, Diagnostics, Job, Snapshot, Start
+from cpsched.core.state import DispatcherState
 from cpsched.core.validate import decision_violations
 
 
@@ -103,29 +103,24 @@ class CPDispatcher:
         *,
         fallback: Dispatcher | None = None,
         clock: Clock | None = None,
+        state: DispatcherState | None = None,
     ) -> None:
         self.allocator = allocator if allocator is not None else BestFit()
         self.search = search if search is not None else SearchConfig()
         self.model = model if model is not None else ModelConfig()
         self.fallback = fallback if fallback is not None else make_fallback(self.search)
         self.clock = clock if clock is not None else self.search.clock
-        self.after_solve_s = 0.0
-        """Time kept for the work after the search (extract, validate) beyond the margin:
-        the longest recently seen, decaying by ``_DECAY`` per call. On Curie's 5,544
-        nodes that work took up to ~130 ms, past the fixed 30 ms margin. The search also
-        keeps at least what the fallback heuristic took on this snapshot: placing and
-        checking jobs on the same nodes, it grows with the machine and the queue as the
-        work after the search does, where a past maximum can be from a smaller call. On
-        a large queue where EASY's planning is slow this can hold back up to half the
-        deadline from the search: accepted, since a late answer is worse."""
-        self.extract_fixed_s = 0.0
-        self.extract_per_start_s = 0.0
-        """The extract phase's time as a fixed part (seen on calls that start nothing)
-        plus a part per job started now (placing it on the nodes), each the longest
-        recently seen, decaying as ``after_solve_s`` (see ``_extract_estimate``)."""
-        self.previous_planned: dict[str, int] = {}
-        """The last decision's planned starts (``search.reuse``): the next call's
-        "previous plan" hint. A hint only, so a stale one (a dry run, a restart) is safe."""
+        self.state = state if state is not None else DispatcherState()
+        """What this dispatcher learns between calls (its caller's): the time kept for
+        the work after the search (extract, validate) beyond the margin, the longest
+        recently seen, decaying by ``_DECAY`` per call (on Curie's 5,544 nodes that work
+        took up to ~130 ms, past the fixed 30 ms margin); and with ``search.reuse`` the
+        previous plan. The search also keeps at least what the fallback heuristic took on
+        this snapshot: placing and checking jobs on the same nodes, it grows with the
+        machine and the queue as the work after the search does, where a past maximum
+        can be from a smaller call. On a large queue where EASY's planning is slow this
+        can hold back up to half the deadline from the search: accepted, since a late
+        answer is worse."""
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         """The steps every CP dispatcher shares; the model-specific ones are the hooks
@@ -138,19 +133,18 @@ class CPDispatcher:
         call can still overrun by at most the length of the phase under way (hooks check
         inside their long loops to keep that short).
         """
-        with collector_paused():  # a full collection in a big process took up to 93 ms
-            budget = Budget(self.search, self.clock)
-            heuristic = self.fallback.decide(snapshot, durations)
-            budget.mark("fallback")
-            try:
-                decision = self._decide(snapshot, durations, heuristic, budget)
-            except GiveUp as stop:
-                budget.mark(stop.phase)
-                notes = (stop.detail, budget.note()) if stop.detail else (budget.note(),)
-                diagnostics = Diagnostics(self.name, stop.status, notes=notes)
-                decision = self._fall_back(heuristic, diagnostics, stop.reason)
+        budget = Budget(self.search, self.clock)
+        heuristic = self.fallback.decide(snapshot, durations)
+        budget.mark("fallback")
+        try:
+            decision = self._decide(snapshot, durations, heuristic, budget)
+        except GiveUp as stop:
+            budget.mark(stop.phase)
+            notes = (stop.detail, budget.note()) if stop.detail else (budget.note(),)
+            diagnostics = Diagnostics(self.name, stop.status, notes=notes)
+            decision = self._fall_back(heuristic, diagnostics, stop.reason)
         if self.search.reuse:
-            self.previous_planned = dict(decision.planned or {})
+            self.state.previous_planned = dict(decision.planned or {})
         return decision
 
     def _search(
@@ -177,7 +171,7 @@ class CPDispatcher:
             keep=min(
                 _KEEP_FACTOR
                 * max(
-                    self.after_solve_s,
+                    self.state.timings.after_solve_s,
                     budget.last("fallback"),
                     self._extract_estimate(_starting(formulation.hint, prepared)),
                 ),
@@ -187,20 +181,22 @@ class CPDispatcher:
 
     def _extract_estimate(self, starting: int) -> float:
         """Seconds the extract phase is expected to take for ``starting`` jobs now."""
-        return self.extract_fixed_s + self.extract_per_start_s * starting
+        timings = self.state.timings
+        return timings.extract_fixed_s + timings.extract_per_start_s * starting
 
     def _learn_extract(self, seconds: float, starting: int) -> None:
+        timings = self.state.timings
         if starting == 0:
-            self.extract_fixed_s = max(seconds, _DECAY * self.extract_fixed_s)
+            timings.extract_fixed_s = max(seconds, _DECAY * timings.extract_fixed_s)
             return
-        per_start = max(0.0, seconds - self.extract_fixed_s) / starting
-        self.extract_per_start_s = max(per_start, _DECAY * self.extract_per_start_s)
+        per_start = max(0.0, seconds - timings.extract_fixed_s) / starting
+        timings.extract_per_start_s = max(per_start, _DECAY * timings.extract_per_start_s)
 
     def _previous_order(self, prepared: Prepared) -> list[ModelJob] | None:
         """The previous call's order of this window, for the hooks' hints (``reuse``)."""
         if not self.search.reuse:
             return None
-        return previous_order(prepared, self.previous_planned)
+        return previous_order(prepared, self.state.previous_planned)
 
     def _decide(
         self, snapshot: Snapshot, durations: Durations, heuristic: Decision, budget: Budget
@@ -254,8 +250,8 @@ class CPDispatcher:
         if budget.left() <= self._extract_estimate(starting):
             # Decay as a measured call would, so that one slow extract cannot keep
             # every later call from extracting.
-            self.extract_fixed_s *= _DECAY
-            self.extract_per_start_s *= _DECAY
+            self.state.timings.extract_fixed_s *= _DECAY
+            self.state.timings.extract_per_start_s *= _DECAY
             late = replace(diagnostics, solver_status="deadline", notes=(*notes, budget.note()))
             return self._fall_back(heuristic, late, "no time left for extract")
         starts, plan, more = self._extract(
@@ -272,7 +268,8 @@ class CPDispatcher:
         violations = decision_violations(snapshot, decision)
         budget.mark("validate")
         after = budget.last("extract") + budget.last("validate")
-        self.after_solve_s = max(after, _DECAY * self.after_solve_s)
+        timings = self.state.timings
+        timings.after_solve_s = max(after, _DECAY * timings.after_solve_s)
         self._learn_extract(budget.last("extract"), starting)
         if violations:
             bad = replace(

@@ -48,6 +48,7 @@ from cpsched.core.cp.search import Clock, SearchConfig
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Decision, Snapshot, Start
+from cpsched.core.state import DispatcherState
 
 
 class PCP20Dispatcher(CPDispatcher):
@@ -74,11 +75,12 @@ class PCP20Dispatcher(CPDispatcher):
         *,
         fallback: Dispatcher | None = None,
         clock: Clock | None = None,
+        state: DispatcherState | None = None,
         order_units: bool = True,
         merge_running: bool = True,
         max_unit_hosts: int = 100_000,
     ) -> None:
-        super().__init__(allocator, search, model, fallback=fallback, clock=clock)
+        super().__init__(allocator, search, model, fallback=fallback, clock=clock, state=state)
         self.order_units = order_units
         self.merge_running = merge_running
         self.max_unit_hosts = max_unit_hosts

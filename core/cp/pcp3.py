@@ -47,6 +47,7 @@ from cpsched.core.cp.search import Clock, SearchConfig
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Decision, Snapshot, Start
+from cpsched.core.state import DispatcherState
 
 _Demand = tuple[cp_model.IntervalVar, cp_model.LinearExprT]
 """An interval and its demand on one (node, type) pair: a cumulative's item."""
@@ -200,12 +201,13 @@ class PCP3Dispatcher(CPDispatcher):
         *,
         fallback: Dispatcher | None = None,
         clock: Clock | None = None,
+        state: DispatcherState | None = None,
         optional: bool = False,
         pooled: bool = True,
         max_unit_counts: int = 50_000,
         node_symmetry: bool = False,
     ) -> None:
-        super().__init__(allocator, search, model, fallback=fallback, clock=clock)
+        super().__init__(allocator, search, model, fallback=fallback, clock=clock, state=state)
         self.optional, self.pooled = optional, pooled
         self.max_unit_counts = max_unit_counts
         self.node_symmetry = node_symmetry

@@ -252,7 +252,7 @@ def test_time_for_the_work_after_the_search_is_kept_from_the_next_search(kind, m
     lefts_first = list(lefts)
     second = decide(snap, dispatcher=dispatcher)
     assert not first.diagnostics.fallback and not second.diagnostics.fallback
-    assert dispatcher.after_solve_s == pytest.approx(0.3)
+    assert dispatcher.state.timings.after_solve_s == pytest.approx(0.3)
     assert lefts[len(lefts_first)] == pytest.approx(lefts_first[0] - _KEEP_FACTOR * 0.3)
 
 
@@ -299,7 +299,7 @@ def test_a_solution_whose_starts_would_take_too_long_to_place_is_not_extracted(k
     assert dispatcher._extract_estimate(starting) == pytest.approx(0.3)
     # Had the extract's fixed part taken the whole deadline, the next call would not
     # extract.
-    dispatcher.extract_fixed_s = DEADLINE
+    dispatcher.state.timings.extract_fixed_s = DEADLINE
     clock.now = 0.0
     second = decide(snap, dispatcher=dispatcher)
     assert len(extracted) == 1  # never extracted
@@ -314,4 +314,4 @@ def test_the_extract_estimate_has_a_fixed_part_and_a_part_per_started_job():
     assert dispatcher._extract_estimate(25) == pytest.approx(0.060)
     assert dispatcher._extract_estimate(50) == pytest.approx(0.110)
     dispatcher._learn_extract(0.001, 0)  # smaller: the longest seen decays
-    assert dispatcher.extract_fixed_s == pytest.approx(0.009)
+    assert dispatcher.state.timings.extract_fixed_s == pytest.approx(0.009)

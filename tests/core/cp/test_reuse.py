@@ -55,10 +55,10 @@ def test_a_dispatcher_remembers_its_plan_and_offers_it_next_call(name):
     snap = _busy_queue(10)
     dispatcher = make_cp_dispatcher(name, "best-fit", search=REUSE)
     decision = decide(snap, dispatcher=dispatcher)
-    assert dispatcher.previous_planned == dict(decision.planned)
+    assert dispatcher.state.previous_planned == dict(decision.planned)
     # A remembered plan in another order than priority's is offered on the next call.
     prepared = prepared_of(snap)
-    dispatcher.previous_planned = {mj.job.id: -i for i, mj in enumerate(prepared.jobs)}
+    dispatcher.state.previous_planned = {mj.job.id: -i for i, mj in enumerate(prepared.jobs)}
     again = decide(dataclasses.replace(snap, time=15), dispatcher=dispatcher)
     hint = next(note for note in again.diagnostics.notes if note.startswith("hint: "))
     assert "previous plan" in hint.partition("objectives")[2]
@@ -69,14 +69,14 @@ def test_reuse_off_keeps_no_state_and_offers_no_previous_plan():
     dispatcher = make_cp_dispatcher("hcp3", "best-fit", search=DETERMINISTIC)
     for _ in range(2):
         decision = decide(snap, dispatcher=dispatcher)
-    assert dispatcher.previous_planned == {}
+    assert dispatcher.state.previous_planned == {}
     assert not any("previous plan" in note for note in decision.diagnostics.notes)
 
 
 def test_a_stale_previous_plan_only_adds_a_hint_and_decisions_stay_valid():
     # A plan of jobs that have since started or left must not break the next call.
     dispatcher = make_cp_dispatcher("pcp20", "best-fit", search=REUSE)
-    dispatcher.previous_planned = {"q3": 0, "gone": 3, "q0": 10_000}
+    dispatcher.state.previous_planned = {"q3": 0, "gone": 3, "q0": 10_000}
     snap = _busy_queue()
     decision = decide(snap, limits_as_durations(snap), dispatcher)
     assert decision.diagnostics.fallback is False

@@ -1,4 +1,8 @@
-"""Python's cyclic garbage collector held off for the length of a CP call.
+"""Python's cyclic garbage collector held off for the length of a dispatch call.
+
+The callers hold it off, not the dispatch core (which must not change the process it runs
+in): the service's orchestrator and the replay's simulator call every dispatcher through
+:func:`decide_paused`.
 
 A full (generation 2) collection scans every live object of the process. In a process
 that holds a large machine's state (Curie's 5,544 nodes and thousands of running jobs,
@@ -21,6 +25,8 @@ import gc
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from cpsched.core import Decision, Dispatcher, Durations, Snapshot
 
 MAX_HELD = 64
 """Calls ending while others still hold the collector off before one collects."""
@@ -57,3 +63,9 @@ def collector_paused() -> Iterator[None]:
                     _held = 0
         if collect:
             gc.collect()
+
+
+def decide_paused(dispatcher: Dispatcher, snapshot: Snapshot, durations: Durations) -> Decision:
+    """``dispatcher``'s decision, with automatic garbage collection held off meanwhile."""
+    with collector_paused():
+        return dispatcher.decide(snapshot, durations)

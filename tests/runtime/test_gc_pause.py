@@ -1,4 +1,4 @@
-"""The garbage collector is held off during a CP call and restored after it."""
+"""The garbage collector is held off during a dispatch call and restored after it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ import threading
 import pytest
 
 from cpsched.core import Decision, Diagnostics, make_dispatcher
-from cpsched.core.cp import gc_pause, make_cp_dispatcher
-from cpsched.core.cp.gc_pause import collector_paused
-from tests.core.cp._util import DETERMINISTIC
+from cpsched.predictor.walltime import WallTime
+from cpsched.replay.simulator import Simulator
+from cpsched.replay.swf import TraceJob
+from cpsched.replay.system import System
+from cpsched.runtime import gc_pause
+from cpsched.runtime.gc_pause import collector_paused, decide_paused
 from tests.factories import job, limits_as_durations, nodes, snapshot
 
 
@@ -79,13 +82,20 @@ class _Recording:
         return Decision(decision.starts, planned=decision.planned, diagnostics=Diagnostics("x"))
 
 
-def test_a_cp_call_runs_with_the_collector_paused():
-    fallback = _Recording()
-    dispatcher = make_cp_dispatcher("hcp3", "best-fit", search=DETERMINISTIC)
-    dispatcher.fallback = fallback
+def test_a_dispatch_call_runs_with_the_collector_paused():
+    recording = _Recording()
     snap = snapshot(0, nodes(4), [], [job("a", units=2), job("b", units=3)])
-    dispatcher.decide(snap, limits_as_durations(snap))
-    assert fallback.enabled == [False]
+    decide_paused(recording, snap, limits_as_durations(snap))
+    assert recording.enabled == [False]
+    assert gc.isenabled()
+
+
+def test_the_simulator_dispatches_with_the_collector_paused():
+    recording = _Recording()
+    system = System("four", ("cpu",), nodes(4))
+    trace = [TraceJob(job("a", units=2), 10, 1, 0), TraceJob(job("b", submit=5), 10, 1, 0)]
+    Simulator(system, trace, recording, WallTime()).run()
+    assert recording.enabled and not any(recording.enabled)
     assert gc.isenabled()
 
 

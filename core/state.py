@@ -1,0 +1,44 @@
+"""What a dispatcher learns between calls, in one object its caller owns.
+
+Every dispatcher's ``decide`` is a function of the snapshot, the durations and this
+state: nothing else survives a call. The caller (the service's cluster runtime, a replay)
+makes one :class:`DispatcherState` per cluster, hands it to ``make_dispatcher`` and keeps
+it; a fresh state is a dispatcher that remembers nothing, as after a restart. The state
+only ever steers how the next call spends its time or breaks ties, never whether a
+decision is valid (the validator checks every decision on its own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cpsched.core.allocators_hetero import PriorityCounters
+
+
+@dataclass(slots=True)
+class PhaseTimings:
+    """How long a CP call's work after the search took recently, to keep time for it.
+
+    Each is the longest recently seen, decaying by a constant factor per call: one slow
+    call does not keep later calls from searching for ever.
+    """
+
+    after_solve_s: float = 0.0
+    """Extract and validate together, beyond the search's fixed margin."""
+    extract_fixed_s: float = 0.0
+    """The extract phase's fixed part (seen on calls that start nothing)."""
+    extract_per_start_s: float = 0.0
+    """The extract phase's part per job started now (placing it on the nodes)."""
+
+
+@dataclass(slots=True)
+class DispatcherState:
+    """Everything a dispatcher carries from one call to the next."""
+
+    timings: PhaseTimings = field(default_factory=PhaseTimings)
+    """CP dispatchers: the time to keep back from the search."""
+    previous_planned: dict[str, int] = field(default_factory=dict)
+    """CP dispatchers with ``reuse``: the last decision's planned starts, the next call's
+    "previous plan" hint. A hint only, so a stale one (a dry run, a restart) is safe."""
+    priority_counters: PriorityCounters = field(default_factory=PriorityCounters)
+    """The priority-weighted allocator's failure counters per critical resource type."""
