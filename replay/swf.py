@@ -199,6 +199,11 @@ class _Machine:
             self._shape_fits[unit] = fit
         return fit
 
+    def know(self, mem: int) -> None:
+        """Make ``fits`` and ``requests`` hold ``mem`` MB per processor."""
+        if mem not in self.fits:
+            self.add(mem)
+
     def add(self, mem: int) -> None:
         # Few distinct memory sizes occur in a trace, so this runs a handful of times.
         self.fits[mem] = sum(min(c, m // mem) for c, m in self._nodes)
@@ -248,92 +253,41 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                 if kept == stop:
                     break
                 lines += 1
-                try:
-                    v = list(map(float, parts))
-                except ValueError:
-                    v = []
-                if len(v) != 18 or not isfinite(sum(v)) or v[0] != int(v[0]):
+                v = _numbers(parts)
+                if v is None:
                     note("malformed", lineno)
                     continue
                 number = int(v[0])
                 submit = round(v[1])
                 run = round(v[3])
                 status = round(v[10])
-                procs = round(v[7])
-                from_allocated = procs <= 0
-                if from_allocated:
-                    procs = round(v[4])
-                mem = 0
-                from_used = False
-                if has_mem:
-                    kb = v[9]
-                    if kb <= 0:
-                        kb = v[6]
-                        from_used = kb > 0
-                    if kb > 0:
-                        mem = ceil(kb / 1024)
-                        if mem not in fits:
-                            machine.add(mem)
+                # Requested processors, else allocated ones (counted when kept).
+                from_allocated = round(v[7]) <= 0
+                procs = round(v[4] if from_allocated else v[7])
+                mem, from_used = _memory_mb(v) if has_mem else (0, False)
+                machine.know(mem)
                 shape = shapes.get(number)
-                unit: tuple[int, ...] | None = None
-                if shape is not None:
-                    unit = _sidecar_unit(shape, number, procs, system, has_mem, path)
-                if number in seen:
-                    rule = "duplicate_id"
-                elif submit < 0:
-                    rule = "negative_submit"
-                elif run <= 0 and status == 5:
-                    rule = "cancelled_before_start"
-                elif run < 0:
-                    rule = "no_run_time"
-                elif procs <= 0:
-                    rule = "no_processors"
-                elif shape is not None and not (
-                    unit and shape.units <= machine.units_fitting(unit)
-                ):
-                    rule = "exceeds_machine"
-                elif shape is not None:
-                    rule = ""
-                elif procs > fits[mem]:
-                    rule = "exceeds_machine"
-                else:
-                    rule = ""
+                unit = _sidecar_unit(shape, number, procs, system, has_mem, path)
+                rule = "duplicate_id" if number in seen else _skip_rule(submit, run, status, procs)
+                if not rule:
+                    fitting = fits[mem] if shape is None else _sidecar_fit(shape, unit, machine)
+                    rule = "exceeds_machine" if procs > fitting else ""
                 seen.add(number)
                 if rule:
                     note(rule, lineno)
                     continue
 
-                if run == 0:
-                    run = 1
-                    note("zero_run_time", lineno)
-                if from_allocated:
-                    note("procs_from_allocated", lineno)
-                if from_used:
-                    note("mem_from_used", lineno)
-                requested = round(v[8])
-                if requested <= 0:
-                    requested = max_limit or run
-                    note("no_requested_time", lineno)
-                elif run > requested:
-                    note("run_exceeds_request", lineno)
-                user, group, name, queue = map(labels.__getitem__, parts[11:15])
-                units, per_unit = procs, requests[mem]
-                if shape is not None and unit is not None:
-                    units, per_unit, name = shape.units, unit, shape.name or name
-                    note("units_from_sidecar", lineno)
-                job = Job(
-                    id=str(number),
-                    submit=submit,
-                    time_limit=requested,
-                    units=units,
-                    unit_request=per_unit,
-                    user=user,
-                    group=group,
-                    name=name,
-                    queue=queue,
-                    resource_names=system.resource_names,
+                labelled = tuple(map(labels.__getitem__, parts[11:15]))
+                trace_job, fixes = _kept_job(
+                    v, labelled, procs, requests[mem], shape, unit, max_limit, system
                 )
-                jobs.append(TraceJob(job, run, status, max(0, round(v[2]))))
+                if from_allocated:
+                    fixes.append("procs_from_allocated")
+                if from_used:
+                    fixes.append("mem_from_used")
+                for fix in fixes:
+                    note(fix, lineno)
+                jobs.append(trace_job)
                 kept += 1
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceError(f"cannot read trace {path}: {exc}") from exc
@@ -346,11 +300,106 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
     return Trace(header=_parse_header(header_lines), jobs=jobs, report=report)
 
 
+def _kept_job(
+    v: list[float],
+    labels: tuple[str, ...],
+    procs: int,
+    per_processor: tuple[int, ...],
+    shape: UnitShape | None,
+    unit: tuple[int, ...] | None,
+    max_limit: int | None,
+    system: System,
+) -> tuple[TraceJob, list[str]]:
+    """The trace job of a kept line (``labels``: user, group, name, queue), after the
+    clamp and fill rules, and the rules that applied."""
+    number, submit, status = int(v[0]), round(v[1]), round(v[10])
+    run, requested, fixes = _filled(round(v[3]), round(v[8]), max_limit)
+    user, group, name, queue = labels
+    units, per_unit = procs, per_processor
+    if shape is not None and unit is not None:
+        units, per_unit, name = shape.units, unit, shape.name or name
+        fixes.append("units_from_sidecar")
+    job = Job(
+        id=str(number),
+        submit=submit,
+        time_limit=requested,
+        units=units,
+        unit_request=per_unit,
+        user=user,
+        group=group,
+        name=name,
+        queue=queue,
+        resource_names=system.resource_names,
+    )
+    return TraceJob(job, run, status, max(0, round(v[2]))), fixes
+
+
+def _numbers(parts: list[str]) -> list[float] | None:
+    """The 18 numbers of a job line; None when it is malformed (a field missing, not a
+    number, infinite, or a fractional job number)."""
+    try:
+        v = list(map(float, parts))
+    except ValueError:
+        return None
+    if len(v) != 18 or not isfinite(sum(v)) or v[0] != int(v[0]):
+        return None
+    return v
+
+
+def _filled(run: int, requested: int, max_limit: int | None) -> tuple[int, int, list[str]]:
+    """A kept job's run and requested times after the clamp and fill rules, and the
+    rules that applied."""
+    fixes = []
+    if run == 0:
+        run = 1
+        fixes.append("zero_run_time")
+    if requested <= 0:
+        requested = max_limit or run
+        fixes.append("no_requested_time")
+    elif run > requested:
+        fixes.append("run_exceeds_request")
+    return run, requested, fixes
+
+
+def _memory_mb(v: list[float]) -> tuple[int, bool]:
+    """MB per processor from an SWF line's requested memory (field 10), else its used
+    memory (field 7): ``(0, False)`` when neither is known; True when from the used."""
+    kb = v[9]
+    from_used = False
+    if kb <= 0:
+        kb = v[6]
+        from_used = kb > 0
+    return (ceil(kb / 1024), from_used) if kb > 0 else (0, False)
+
+
+def _skip_rule(submit: int, run: int, status: int, procs: int) -> str:
+    """The first skip rule a job line breaks on its own fields ("" for none)."""
+    if submit < 0:
+        return "negative_submit"
+    if run <= 0 and status == 5:
+        return "cancelled_before_start"
+    if run < 0:
+        return "no_run_time"
+    if procs <= 0:
+        return "no_processors"
+    return ""
+
+
+def _sidecar_fit(shape: UnitShape, unit: tuple[int, ...] | None, machine: _Machine) -> int:
+    """Processors a sidecar job may ask for: any, when its units fit the idle machine;
+    none when they do not, or they need a type the system lacks (``unit`` None)."""
+    if unit and shape.units <= machine.units_fitting(unit):
+        return 1 << 62
+    return 0
+
+
 def _sidecar_unit(
-    shape: UnitShape, number: int, procs: int, system: System, has_mem: bool, trace: Path
+    shape: UnitShape | None, number: int, procs: int, system: System, has_mem: bool, trace: Path
 ) -> tuple[int, ...] | None:
-    """The sidecar's per-unit request for ``system`` (None: a type it lacks), after
-    checking that it agrees with the SWF line's processor count."""
+    """The sidecar's per-unit request for ``system`` (None: no sidecar line, or a type the
+    system lacks), after checking that it agrees with the SWF line's processor count."""
+    if shape is None:
+        return None
     if shape.units * shape.per_unit["cpu"] != procs:
         raise TraceError(
             f"{sidecar_path(trace)}:{shape.line}: job {number} has {shape.units} units x "

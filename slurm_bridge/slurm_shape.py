@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cpsched.slurm_bridge.model import Amounts, JobShape
@@ -76,12 +77,9 @@ def job_shape(req: SlurmRequest) -> JobShape:
             whole["mem"] = req.mem_per_cpu * cpus
         elif req.mem_per_node:
             whole["mem"] = req.mem_per_node
-        for name, count in req.gres_per_node.items():
-            whole[name] = whole.get(name, 0) + count
-        for name, count in req.gres_per_task.items():
-            whole[name] = whole.get(name, 0) + count * tasks
-        for name, count in req.gres_per_job.items():
-            whole[name] = whole.get(name, 0) + count
+        _add(whole, req.gres_per_node, lambda count: count)
+        _add(whole, req.gres_per_task, lambda count: count * tasks)
+        _add(whole, req.gres_per_job, lambda count: count)
         return JobShape(units=1, per_unit=whole, single_node=True)
     if nodes > 1 and (per_node_only or req.max_nodes == nodes):
         node_cpus = math.ceil(cpus / nodes)
@@ -90,23 +88,24 @@ def job_shape(req: SlurmRequest) -> JobShape:
             share["mem"] = req.mem_per_node
         elif req.mem_per_cpu:
             share["mem"] = req.mem_per_cpu * node_cpus
-        for name, count in req.gres_per_node.items():
-            share[name] = share.get(name, 0) + count
-        for name, count in req.gres_per_task.items():
-            share[name] = share.get(name, 0) + math.ceil(count * tasks / nodes)
-        for name, count in req.gres_per_job.items():
-            share[name] = share.get(name, 0) + math.ceil(count / nodes)
+        _add(share, req.gres_per_node, lambda count: count)
+        _add(share, req.gres_per_task, lambda count: math.ceil(count * tasks / nodes))
+        _add(share, req.gres_per_job, lambda count: math.ceil(count / nodes))
         return JobShape(units=nodes, per_unit=share, one_unit_per_node=True)
     unit: Amounts = {"cpu": per_task_cpus}
     if req.mem_per_cpu:
         unit["mem"] = req.mem_per_cpu * per_task_cpus
     elif req.mem_per_node:
         unit["mem"] = math.ceil(req.mem_per_node / tasks)
-    for name, count in req.gres_per_task.items():
-        unit[name] = unit.get(name, 0) + count
-    for name, count in req.gres_per_job.items():
-        unit[name] = unit.get(name, 0) + math.ceil(count / tasks)
+    _add(unit, req.gres_per_task, lambda count: count)
+    _add(unit, req.gres_per_job, lambda count: math.ceil(count / tasks))
     return JobShape(units=tasks, per_unit=unit)
+
+
+def _add(amounts: Amounts, gres: Amounts, share: Callable[[int], int]) -> None:
+    """Add ``share(count)`` of each generic resource in ``gres`` to ``amounts``."""
+    for name, count in gres.items():
+        amounts[name] = amounts.get(name, 0) + share(count)
 
 
 def units_on_nodes(shape: JobShape, cpus_by_node: dict[str, int]) -> dict[str, int]:
