@@ -24,8 +24,14 @@ HEURISTICS: dict[str, tuple[str, bool]] = {
     "ljf": ("ljf", False),
     "easy": ("fcfs", True),
 }
-CP_DISPATCHERS = ("hcp3", "pcp3", "pcp20")
+# name → the CP dispatcher's class, imported only when asked for (OR-Tools is heavy)
+CP_DISPATCHERS: dict[str, str] = {
+    "hcp3": "cpsched.core.cp.hcp3.HCP3Dispatcher",
+    "pcp3": "cpsched.core.cp.pcp3.PCP3Dispatcher",
+    "pcp20": "cpsched.core.cp.pcp20.PCP20Dispatcher",
+}
 DISPATCHERS = (*HEURISTICS, *CP_DISPATCHERS)
+"""Every dispatcher's name: adding one here (and its module) is all a new policy needs."""
 
 
 def is_cp(name: str) -> bool:

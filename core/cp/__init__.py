@@ -7,6 +7,7 @@ horizon, weights), *build* (a CP-SAT model with its variables keyed by job), *se
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -21,7 +22,6 @@ from cpsched.core.registry import CP_DISPATCHERS
 from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError, UnknownPolicyError
 
-PRESOLVE_BY_DEFAULT = {"hcp3": True, "pcp3": False, "pcp20": True}
 """On KTH's first 2,000 jobs (deadline 0.2 s), PCP3 without presolve: mean bounded
 slowdown 36.3 instead of 60.9, 5 fallbacks instead of 93."""
 
@@ -45,9 +45,11 @@ def make_cp_dispatcher(
     """
     if name not in CP_DISPATCHERS:
         raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
+    module, _, class_name = CP_DISPATCHERS[name].rpartition(".")
+    kind: type[CPDispatcher] = getattr(importlib.import_module(module), class_name)
     search = search or SearchConfig()
     if search.presolve is None:
-        search = replace(search, presolve=PRESOLVE_BY_DEFAULT[name])
+        search = replace(search, presolve=kind.presolve_by_default)
     state = state if state is not None else DispatcherState()
     options: dict[str, bool] = {}
     if not merge_running:
@@ -58,13 +60,9 @@ def make_cp_dispatcher(
         if name != "pcp3":
             raise ConfigError(f"node_symmetry applies to pcp3 only, not {name}")
         options["node_symmetry"] = True
-    kinds: dict[str, Callable[..., CPDispatcher]] = {
-        "hcp3": HCP3Dispatcher,
-        "pcp3": PCP3Dispatcher,
-        "pcp20": PCP20Dispatcher,
-    }
     placer = make_allocator(allocator, counters=state.priority_counters)
-    return kinds[name](placer, search, model, state=state, **options)
+    build: Callable[..., CPDispatcher] = kind  # the subclasses take their own options
+    return build(placer, search, model, state=state, **options)
 
 
 __all__ = [

@@ -92,6 +92,10 @@ class CPDispatcher:
     nothing else here reads time."""
 
     name = "cp"
+    presolve_by_default = True
+    """CP-SAT's presolve when ``SearchConfig.presolve`` leaves it to the dispatcher: off
+    for PCP3, whose node-level models it slows down more than it helps (measured on
+    KTH)."""
     allocates_in_model = False
     """Whether the model places units on nodes (PCP3, PCP'20) or only the allocator does."""
 

@@ -83,6 +83,7 @@ class HCP3Dispatcher(CPDispatcher):
     """HCP3: the pooled model, then the allocator places the jobs planned at ``t``."""
 
     name = "hcp3"
+    presolve_by_default = True
 
     def _formulate(
         self,

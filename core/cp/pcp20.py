@@ -65,6 +65,7 @@ class PCP20Dispatcher(CPDispatcher):
     back at once (status ``too_large``, reason "model too large")."""
 
     name = "pcp20"
+    presolve_by_default = True
     allocates_in_model = True
 
     def __init__(

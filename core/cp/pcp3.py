@@ -191,6 +191,7 @@ class PCP3Dispatcher(CPDispatcher):
     (opt-in) answers larger windows with the best greedy plan, unsearched (``skipped``)."""
 
     name = "pcp3"
+    presolve_by_default = False
     allocates_in_model = True
 
     def __init__(
