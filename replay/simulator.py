@@ -47,8 +47,7 @@ from cpsched.predictor.base import Predictor
 from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
 from cpsched.replay.swf import TraceJob
 from cpsched.replay.system import System
-from cpsched.runtime.durations import DurationBook
-from cpsched.runtime.gc_pause import decide_paused
+from cpsched.runtime.cluster import Cluster
 
 
 class ReplayStalledError(CpschedError):
@@ -114,7 +113,8 @@ class Simulator:
         self._scale = [(r, 1.0 / c) for r, c in enumerate(largest) if c > 0]
         self._running: dict[str, RunningJob] = {}
         self._queue: list[Job] = []
-        self.book = DurationBook(predictor)
+        self.cluster = Cluster(dispatcher, predictor)
+        self.book = self.cluster.book
         # (time, kind, trace index, version): a job's events are stale once its limit
         # changes and its version moves on.
         self._events: list[tuple[int, int, int, int]] = []
@@ -187,7 +187,7 @@ class Simulator:
         if self.options.validate:
             check_snapshot(snapshot)
         began = self.clock()
-        decision = decide_paused(self.dispatcher, snapshot, self.book.durations)
+        decision = self.cluster.decide(snapshot)
         wall_s = self.clock() - began
         self._wall_ms.append(wall_s * 1000.0)
         if self.options.validate:

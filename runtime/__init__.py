@@ -1,7 +1,8 @@
-"""The cluster runtime: the policy and what drives the dispatch core for one cluster.
+"""What the service and the replay share to run a cluster: the policy (every setting,
+one set of names), the cluster (dispatcher, predictor, durations), the duration book
+(what the dispatcher plans with, what the predictor learns) and the codec (wire ⇄ core).
 
-The service and the replay both build their dispatchers and predictors here, so that the
-same policy means the same decisions in both.
+The same policy therefore means the same decisions in a replay and in the service.
 """
 
 from cpsched.runtime.policy import Policy

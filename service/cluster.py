@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.state import DispatcherState
 from cpsched.predictor.base import Predictor
+from cpsched.runtime.cluster import Cluster
 from cpsched.runtime.codec import core_job
-from cpsched.runtime.durations import CENSORED_STATES, DurationBook
+from cpsched.runtime.durations import CENSORED_STATES
 from cpsched.runtime.policy import Policy
 from cpsched.wire.schemas import FinishedJobIn
 
@@ -47,16 +48,19 @@ def finished_core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
     return core_job(wire, tuple(wire.per_unit.get(name, 0) for name in names), names)
 
 
-class ClusterRuntime:
+class ClusterRuntime(Cluster):
+    """A :class:`~cpsched.runtime.cluster.Cluster` as the service keeps it: serialised by
+    a lock, fed finished jobs from the wire, remembering its last snapshot and decision."""
+
+    fallback: Dispatcher
+
     def __init__(self, name: str, cluster_id: int, policy: Policy) -> None:
+        state = DispatcherState()
+        dispatcher, fallback = build_dispatchers(policy, state)
+        super().__init__(dispatcher, build_predictor(policy), fallback=fallback, state=state)
         self.name = name
         self.cluster_id = cluster_id
         self.policy = policy
-        self.predictor = build_predictor(policy)
-        self.book = DurationBook(self.predictor)
-        self.dispatcher_state = DispatcherState()
-        """What the dispatcher learns between calls; this runtime owns it."""
-        self.dispatcher, self.fallback = build_dispatchers(policy, self.dispatcher_state)
         self.lock = threading.Lock()
         """Serialises this cluster's dispatches and predictor updates."""
         self.resource_names: tuple[str, ...] = ("cpu", "mem")

@@ -23,9 +23,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
-from cpsched.core.durations import Durations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
-from cpsched.runtime.gc_pause import decide_paused
 from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.settings import ServiceSettings
@@ -135,7 +133,7 @@ class Orchestrator:
                 )
             made = runtime.book.sync(snapshot, stored)
             deadline = began + runtime.policy.deadline * ANSWER_MARGIN
-            decision, solve_s = self._decide(runtime, snapshot, runtime.book.durations, deadline)
+            decision, solve_s = self._decide(runtime, snapshot, deadline)
             predicted = runtime.predict_starts(snapshot, decision)
             runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
             runtime.last_rejected = {r.job_id: r.reason for r in translated.rejected}
@@ -172,11 +170,10 @@ class Orchestrator:
         self,
         runtime: ClusterRuntime,
         snapshot: Snapshot,
-        durations: Durations,
         deadline: float,
     ) -> tuple[Decision, float]:
         began = time.perf_counter()
-        future = self.executor.submit(decide_paused, runtime.dispatcher, snapshot, durations)
+        future = self.executor.submit(runtime.decide, snapshot)
         reason: str
         try:
             decision = future.result(timeout=max(0.0, deadline - began))
@@ -204,7 +201,7 @@ class Orchestrator:
             reason = "error"
             incident = uuid.uuid4().hex[:12]
             log.exception("cluster %s: dispatcher failed (incident %s)", runtime.name, incident)
-        fallback = runtime.fallback.decide(snapshot, durations)
+        fallback = runtime.fallback.decide(snapshot, runtime.book.durations)
         solve_s = time.perf_counter() - began
         self.metrics.fallbacks.labels(runtime.name, reason).inc()
         diagnostics = replace(

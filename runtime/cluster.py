@@ -1,0 +1,41 @@
+"""One cluster as both drivers run it: its dispatcher and what that dispatcher learns,
+its predictor, the durations it plans with, and its fallback.
+
+The replay's simulator and the service's cluster runtime both hold a :class:`Cluster`
+and call :meth:`Cluster.decide`; the durations follow :mod:`cpsched.runtime.durations`.
+So a policy replayed on a trace decides as the service would, by construction: what
+differs between the two is only where snapshots come from and where decisions go.
+"""
+
+from __future__ import annotations
+
+from cpsched.core import Decision, Dispatcher, Snapshot
+from cpsched.core.state import DispatcherState
+from cpsched.predictor.base import Predictor
+from cpsched.runtime.durations import DurationBook
+from cpsched.runtime.gc_pause import decide_paused
+
+
+class Cluster:
+    """A cluster's dispatcher, predictor and durations, driven by a simulator or a service."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        predictor: Predictor,
+        *,
+        fallback: Dispatcher | None = None,
+        state: DispatcherState | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.predictor = predictor
+        self.book = DurationBook(predictor)
+        self.fallback = fallback
+        """The heuristic that answers when the dispatcher cannot in time (the service's)."""
+        self.dispatcher_state = state
+        """What the dispatcher learns between calls, when this cluster made it."""
+
+    def decide(self, snapshot: Snapshot) -> Decision:
+        """The dispatcher's decision on ``snapshot`` with the book's durations (the
+        garbage collector held off meanwhile)."""
+        return decide_paused(self.dispatcher, snapshot, self.book.durations)
