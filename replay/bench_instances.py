@@ -23,6 +23,7 @@ import numpy as np
 
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.problem import Decision
+from cpsched.core.registry import is_cp
 from cpsched.replay.instances import Instance, open_instances
 from cpsched.runtime.gc_pause import decide_paused
 
@@ -255,7 +256,7 @@ def summarise(
         },
         "deadline_s": deadline_s,
     }
-    cp = [n for n in names if n.startswith(("hcp", "pcp"))]
+    cp = [n for n in names if is_cp(n.partition("@")[0])]
     if len(cp) >= 2:
         out["variables_ratio"] = {
             f"{a}/{b}": size_ratios(records, a, b) for i, a in enumerate(cp) for b in cp[i + 1 :]

@@ -148,9 +148,9 @@ class SearchConfig:
 def make_fallback(config: SearchConfig) -> Dispatcher:
     """The heuristic dispatcher ``config`` names. Imported here, not at module level:
     the registry will import the CP package to register its dispatchers."""
-    from cpsched.core.registry import make_dispatcher  # a cycle at module level
+    from cpsched.core.registry import is_cp, make_dispatcher  # a cycle at module level
 
-    if config.fallback.startswith(("hcp", "pcp")):
+    if is_cp(config.fallback):
         raise ConfigError(f"the fallback must be a heuristic dispatcher, got {config.fallback!r}")
     return make_dispatcher(config.fallback, config.fallback_allocator)
 
