@@ -106,6 +106,13 @@ class Policy(BaseModel):
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
     )
+    cp_reserve_above: float = Field(
+        10.0,
+        ge=0,
+        description="CP: reserve for the first job whose slowdown would reach this, as EASY "
+        "does for its head job (0: never).",
+    )
+    cp_window: int = Field(100, ge=1, description="CP: queued jobs (by priority) per model.")
     cp_reuse: bool = Field(False, description="CP: offer the previous call's plan order as a hint.")
     cp_search_cap: int | None = Field(
         None,
@@ -204,7 +211,12 @@ class Policy(BaseModel):
             return None
         from cpsched.core.cp import ModelConfig
 
-        return ModelConfig(time_unit=self.cp_time_unit, reserve_after=self.cp_reserve_after or None)
+        return ModelConfig(
+            window=self.cp_window,
+            time_unit=self.cp_time_unit,
+            reserve_above=self.cp_reserve_above or None,
+            reserve_after=self.cp_reserve_after or None,
+        )
 
     def make_dispatcher(
         self,

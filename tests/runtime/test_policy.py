@@ -37,6 +37,9 @@ def test_cp_settings_become_search_and_model_settings():
     assert (search.patience, search.deterministic, search.reuse) == (3, True, True)
     assert search.num_workers == 2
     assert (model.reserve_after, model.time_unit) == (3600, 60)
+    assert (model.reserve_above, model.window) == (10.0, 100)  # the model's own defaults
+    off = policy.but(cp_reserve_above=0, cp_window=20).model_settings()
+    assert off is not None and (off.reserve_above, off.window) == (None, 20)
     pcp3 = policy.but(dispatcher="pcp3", cp_search_cap=20_000).search_config()
     assert pcp3 is not None and pcp3.search_size_cap == 20_000
 
