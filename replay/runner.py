@@ -118,6 +118,8 @@ def simulate(
                 "cap_s": correction.cap,
             },
             "cp": _cp_settings(policy),
+            # The whole policy, every field by its one name: enough to replay it again.
+            "policy": policy.model_dump(),
             "jobs_limit": settings.jobs,
             "charge_decision_time": settings.charge_decision_time,
             "service": (

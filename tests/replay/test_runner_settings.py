@@ -21,3 +21,14 @@ def test_the_summary_records_the_cp_options():
         "reuse": False,
         "search_cap": 9,
     }
+
+
+def test_the_summary_records_the_whole_policy(small_trace, tmp_path):
+    from cpsched.replay.runner import ReplaySettings, run_replay
+
+    policy = Policy(dispatcher="sjf", allocator="first-fit", correction="simple")
+    summary = run_replay(
+        ReplaySettings(small_trace, tmp_path / "o", policy=policy, plots=False, timings=False)
+    )
+    recorded = summary["settings"]["policy"]  # type: ignore[index]
+    assert Policy.model_validate(recorded) == policy
