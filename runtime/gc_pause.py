@@ -1,8 +1,9 @@
 """Python's cyclic garbage collector held off for the length of a dispatch call.
 
 The callers hold it off, not the dispatch core (which must not change the process it runs
-in): the service's orchestrator and the replay's simulator call every dispatcher through
-:func:`decide_paused`.
+in): :class:`~cpsched.runtime.cluster.Cluster`, which the service's orchestrator and the
+replay's simulator drive, calls every CP dispatcher through :func:`decide_paused`, as
+does ``bench-instances``.
 
 A full (generation 2) collection scans every live object of the process. In a process
 that holds a large machine's state (Curie's 5,544 nodes and thousands of running jobs,

@@ -8,12 +8,14 @@ import threading
 import pytest
 
 from cpsched.core import Decision, Diagnostics, make_dispatcher
+from cpsched.core.cp import make_cp_dispatcher
 from cpsched.predictor.walltime import WallTime
 from cpsched.replay.simulator import Simulator
 from cpsched.replay.swf import TraceJob
 from cpsched.replay.system import System
 from cpsched.runtime import gc_pause
 from cpsched.runtime.gc_pause import collector_paused, decide_paused
+from tests.core.cp._util import DETERMINISTIC
 from tests.factories import job, limits_as_durations, nodes, snapshot
 
 
@@ -90,13 +92,25 @@ def test_a_dispatch_call_runs_with_the_collector_paused():
     assert gc.isenabled()
 
 
-def test_the_simulator_dispatches_with_the_collector_paused():
-    recording = _Recording()
+def _replay(dispatcher) -> None:
     system = System("four", ("cpu",), nodes(4))
     trace = [TraceJob(job("a", units=2), 10, 1, 0), TraceJob(job("b", submit=5), 10, 1, 0)]
-    Simulator(system, trace, recording, WallTime()).run()
-    assert recording.enabled and not any(recording.enabled)
+    Simulator(system, trace, dispatcher, WallTime()).run()
+
+
+def test_the_simulator_calls_a_cp_dispatcher_with_the_collector_paused():
+    fallback = _Recording()  # a CP call runs its fallback first, inside the pause
+    hcp3 = make_cp_dispatcher("hcp3", "best-fit", search=DETERMINISTIC)
+    hcp3.fallback = fallback
+    _replay(hcp3)
+    assert fallback.enabled and not any(fallback.enabled)
     assert gc.isenabled()
+
+
+def test_the_simulator_calls_heuristics_without_pausing_the_collector():
+    recording = _Recording()  # named "recording": not a CP dispatcher
+    _replay(recording)
+    assert recording.enabled and all(recording.enabled)
 
 
 def test_calls_that_never_stop_overlapping_still_collect_now_and_then(monkeypatch):
