@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpsched.core.state import DispatcherState
 from cpsched.errors import TraceError
 from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
 from cpsched.replay.outputs import write_outputs
@@ -61,9 +60,7 @@ def simulate(
     policy = settings.policy
     system = resolve_system(settings.trace, settings.system)
     correction = policy.correction_policy(system.max_time_limit)
-    # The replay owns what the dispatcher learns between calls, as a cluster runtime does.
-    state = DispatcherState()
-    dispatcher = policy.make_dispatcher(plan=False, system_cap=system.max_time_limit, state=state)
+    dispatcher = policy.make_dispatcher(plan=False, system_cap=system.max_time_limit)
     trace = read_swf(settings.trace, system, limit=settings.jobs)
     if not trace.jobs:
         raise TraceError(

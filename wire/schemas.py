@@ -153,10 +153,7 @@ JOB_END_STATES: tuple[JobEndState, ...] = get_args(JobEndState)
 
 def end_state(raw: str) -> JobEndState:
     """A workload manager's end state as the schema names it: unknown ones are ``other``."""
-    for state in JOB_END_STATES:
-        if raw == state:
-            return state
-    return "other"
+    return raw if raw in JOB_END_STATES else "other"
 
 
 class FinishedJobIn(JobIn):
