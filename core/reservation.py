@@ -1,11 +1,19 @@
-"""EASY's reservation: the earliest time the blocked head job can start."""
+"""EASY's reservation: the earliest time the blocked head job can start, and where.
+
+Where the head job is placed at its reserved time decides what may be backfilled now: a
+job that outlasts the reservation may only use what is free now *and* spare then. So the
+head job goes first onto capacity that is busy now but freed by its reserved time, and
+only then onto capacity free now; that leaves the most of what is free now to backfill,
+as standard EASY's spare-capacity rule counts it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from operator import itemgetter
 
 from cpsched.core.allocators import Allocator
-from cpsched.core.capacity import FreeCapacity, covers
+from cpsched.core.capacity import FreeCapacity, covers, units_fitting
 from cpsched.core.problem import Allocation, Job
 
 Release = tuple[int, Allocation, Job]
@@ -46,7 +54,7 @@ class Reservation:
             future = self._future
             for _, allocation, job in self._pending:
                 future.give(allocation, job)
-            placement = self.allocator.place(self._head, future)
+            placement = place_at_reservation(self._head, future, self._pending, self.allocator)
             # reserve() only defers this when the totals decide placement exactly.
             assert placement is not None, "reservation without a placement"
             future.take(placement, self._head)
@@ -67,16 +75,62 @@ def totals_decide_placement(job: Job) -> bool:
     return len(wanted) == 1 and wanted[0][1] == 1
 
 
+def place_at_reservation(
+    head: Job, future: FreeCapacity, released: list[Release], allocator: Allocator
+) -> Allocation | None:
+    """Place ``head`` in ``future`` (free now plus ``released``), freed capacity first.
+
+    Units go first where they fit in what the released jobs free on each node (in node
+    order), then the rest where ``allocator`` puts them in what is left. The capacity free
+    now is used only for what the freed capacity cannot hold.
+    """
+    freed: dict[int, list[int]] = {}
+    for _, allocation, job in released:
+        unit = job.unit_request
+        for node, units in allocation:
+            row = freed.get(node)
+            if row is None:
+                freed[node] = [units * a for a in unit]
+            else:
+                for r, a in enumerate(unit):
+                    row[r] += units * a
+    wanted = head.wanted
+    needed = head.units
+    first: dict[int, int] = {}
+    for node in sorted(freed):
+        # What was freed on a node is in ``future`` unless a job placed since took it.
+        usable = tuple(map(min, freed[node], future.row(node)))
+        fit = units_fitting(usable, wanted)
+        if fit:
+            take = fit if fit < needed else needed
+            first[node] = take
+            needed -= take
+            if not needed:
+                return tuple(sorted(first.items()))
+    if not first:
+        return allocator.place(head, future)
+    rest_of = future.copy()
+    # ``take`` counts a whole job's units in the totals: hand it the part placed so far.
+    rest_of.take(tuple(first.items()), replace(head, units=head.units - needed))
+    rest = allocator.place(replace(head, units=needed), rest_of)
+    if rest is None:
+        return None
+    for node, units in rest:
+        first[node] = first.get(node, 0) + units
+    return tuple(sorted(first.items()))
+
+
 def reserve(
     head: Job, free: FreeCapacity, releases: list[Release], allocator: Allocator
 ) -> Reservation | None:
     """Release the running jobs in order of expected end until ``head`` can be placed.
 
     ``releases`` holds every running job, including those started in this call.
-    Placement is checked node by node with the dispatcher's own allocator, so the
-    reservation holds on heterogeneous machines too; the per-type totals are checked
-    first because they are cheap and rule out most end times. None means the head job
-    cannot be placed even on an otherwise idle machine.
+    Placement is checked node by node (:func:`place_at_reservation`, with the dispatcher's
+    own allocator for what free capacity it needs), so the reservation holds on
+    heterogeneous machines too; the per-type totals are checked first because they are
+    cheap and rule out most end times. None means the head job cannot be placed even on
+    an otherwise idle machine.
     """
     releases.sort(key=itemgetter(0))
     need = head.request
@@ -96,11 +150,11 @@ def reserve(
             continue
         spare_total = [have - want for have, want in zip(total, need, strict=True)]
         if exact:
-            return Reservation(end, head, future, releases[applied:i], spare_total, allocator)
+            return Reservation(end, head, future, releases[:i], spare_total, allocator)
         for _, allocation, job in releases[applied:i]:
             future.give(allocation, job)
         applied = i
-        placement = allocator.place(head, future)
+        placement = place_at_reservation(head, future, releases[:i], allocator)
         if placement is not None:
             future.take(placement, head)
             return Reservation(end, head, future, [], spare_total, allocator, spare=future)

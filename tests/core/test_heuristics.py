@@ -60,6 +60,23 @@ def test_easy_backfills_a_long_job_only_on_resources_the_reservation_leaves():
     assert decision.planned == {"h": 100}
 
 
+@pytest.mark.parametrize("allocator", ["first-fit", "best-fit"])
+def test_easy_reserves_the_head_on_capacity_freed_by_then_before_capacity_free_now(allocator):
+    # Five 1-cpu nodes. r holds nodes 3 and 4 until 100, s node 2 until 200; nodes 0 and 1
+    # are free now. Head h (3) is reserved at 100 on nodes 3, 4 (freed by then) and one
+    # node free now, so one node free now is still spare then: standard EASY's
+    # spare-capacity rule lets a long 1-cpu job start there (it did not when h was put on
+    # nodes 0, 1, 3 in node order).
+    r, s = job("r", units=2, limit=100), job("s", limit=200)
+    queue = [job("h", units=3), job("long", limit=1000)]
+    snap = snapshot(
+        0, nodes(1, 1, 1, 1, 1), [running(r, 0, [(3, 1), (4, 1)]), running(s, 0, [(2, 1)])], queue
+    )
+    decision = decide("easy", snap, allocator=allocator)
+    assert started(decision) == ["long"]
+    assert decision.planned == {"h": 100}
+
+
 def test_easy_uses_running_jobs_estimates_with_the_underestimation_fix():
     # r's estimate says it ended at 50 but at t=80 it still runs: assume it needs 1 s more.
     r = job("r", units=4, limit=50)
