@@ -10,6 +10,7 @@ if it fits now and does not delay that reservation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, covers
@@ -40,6 +41,10 @@ def longest_first(queue: Sequence[Job], durations: Durations) -> list[Job]:
 
 
 ORDERS: dict[str, Order] = {"fcfs": by_submission, "sjf": shortest_first, "ljf": longest_first}
+
+BackfillOrder = Literal["queue", "shortest"]
+"""The order EASY tries backfill candidates in: the queue's, or shortest (by duration)
+first, as EASY++ does (Tsafrir, Etsion and Feitelson, TPDS 2007)."""
 
 
 def exceeds_machine(job: Job, capacity_total: Amounts) -> bool:
@@ -79,13 +84,21 @@ class ListDispatcher:
     """
 
     def __init__(
-        self, name: str, order: Order, allocator: Allocator, *, backfill: bool, plan: bool = True
+        self,
+        name: str,
+        order: Order,
+        allocator: Allocator,
+        *,
+        backfill: bool,
+        plan: bool = True,
+        backfill_order: BackfillOrder = "queue",
     ) -> None:
         self.name = name
         self.order = order
         self.allocator = allocator
         self.backfill = backfill
         self.plan = plan
+        self.shortest_backfilled_first = backfill_order == "shortest"
         self._plain = Diagnostics(dispatcher=name)  # shared by the calls with nothing to note
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
@@ -136,6 +149,8 @@ class ListDispatcher:
             candidates = [job for job in candidates if job.request[r] <= have]
         if not candidates and not self.plan:
             return None
+        if self.shortest_backfilled_first:
+            candidates.sort(key=lambda job: durations[job.id])  # stable: ties keep queue order
         releases = running_releases(snapshot, durations, queue[:head_at], starts)
         reservation = reserve(head, free, releases, self.allocator)
         if reservation is None:

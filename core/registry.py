@@ -9,7 +9,7 @@ from cpsched.core.contextual import with_allocator_context
 from cpsched.core.correcting import CorrectingDispatcher
 from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.dispatcher import Dispatcher
-from cpsched.core.heuristics import ORDERS, ListDispatcher
+from cpsched.core.heuristics import ORDERS, BackfillOrder, ListDispatcher
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ def make_dispatcher(
     merge_running: bool = True,
     node_symmetry: bool = False,
     state: DispatcherState | None = None,
+    backfill_order: BackfillOrder = "queue",
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -58,7 +59,8 @@ def make_dispatcher(
     a CP dispatcher's time limits and deadline, ``model`` what goes into its models;
     ``merge_running`` and ``node_symmetry`` are PCP'20's and PCP3's formulation options.
     ``state`` is what the dispatcher learns between calls: the caller keeps it (default:
-    a fresh one, which nobody else sees).
+    a fresh one, which nobody else sees). ``backfill_order`` is the order EASY tries
+    backfill candidates in.
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
@@ -79,7 +81,9 @@ def make_dispatcher(
         order, backfill = HEURISTICS[name]
         counters = None if state is None else state.priority_counters
         placer = make_allocator(allocator, counters=counters)
-        listed = ListDispatcher(name, ORDERS[order], placer, backfill=backfill, plan=plan)
+        listed = ListDispatcher(
+            name, ORDERS[order], placer, backfill=backfill, plan=plan, backfill_order=backfill_order
+        )
         # balanced, weighted, ... read the snapshot: they observe it before each call.
         dispatcher = with_allocator_context(listed, placer)
     else:

@@ -15,16 +15,16 @@ from pathlib import Path
 from cpsched.replay.outputs import atomic_target
 
 DEFAULT_KEYS: tuple[str, ...] = (
-    "mean_wait_s",
-    "median_wait_s",
-    "max_wait_s",
-    "mean_slowdown",
     "mean_bounded_slowdown",
+    "mean_wait_s",
+    "p95_wait_s",
+    "max_wait_s",
+    "by_length_class.long.mean_wait_s",
     "killed_jobs",
+    "fallbacks",
     "utilisation.cpu",
-    "makespan_s",
-    "dispatch_ms_p50",
     "dispatch_ms_p99",
+    "replay_wall_s",
 )
 RATIO_SUFFIX = "_ratio"
 
@@ -51,7 +51,7 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 
 def comparison_rows(
     summaries: Mapping[str, Mapping[str, object]],
-    baseline: str = "easy",
+    baseline: str = "today",
     keys: Sequence[str] = DEFAULT_KEYS,
 ) -> list[dict[str, object]]:
     """One row per run (in the given order): ``{"run": name, key: value,

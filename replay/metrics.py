@@ -33,6 +33,9 @@ LONG_ABOVE_S = 5 * 3600
 """short: trace run < 1 h; medium: 1 h ≤ run ≤ 5 h; long: run > 5 h."""
 DIGITS = 6
 TIMING_PREFIX = "dispatch_ms_"
+REPLAY_WALL = "replay_wall_s"
+TIMING_KEYS = (TIMING_PREFIX, REPLAY_WALL)
+"""Summary keys measured on the wall clock (by prefix): they differ from run to run."""
 
 
 @dataclass(eq=False)
@@ -154,6 +157,7 @@ def _dispatch(result: ReplayResult, include_timings: bool) -> dict[str, object]:
         out[TIMING_PREFIX + "p50"] = _num(np.percentile(ms, 50)) if some else None
         out[TIMING_PREFIX + "p99"] = _num(np.percentile(ms, 99)) if some else None
         out[TIMING_PREFIX + "max"] = _num(ms.max()) if some else None
+        out[REPLAY_WALL] = None if d.run_s is None else round(d.run_s, 3)
     return out
 
 

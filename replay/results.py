@@ -184,6 +184,8 @@ class DispatchStats:
     the CP dispatchers; summarised as mean and max when present."""
     fallback_reasons: dict[str, int] = field(default_factory=dict)
     """Reason -> count of the ``fallbacks`` (``Diagnostics.fallback_reason``)."""
+    run_s: float | None = None
+    """Measured wall-clock seconds of the whole simulation, when measured."""
 
     @classmethod
     def from_columns(

@@ -89,7 +89,13 @@ def simulate(
         remote = RemoteScheduler(settings.service, settings.cluster, token=settings.token)
         dispatcher = predictor = remote
     simulator = Simulator(
-        system, trace.jobs, dispatcher, predictor, simulator_options, progress=progress
+        system,
+        trace.jobs,
+        dispatcher,
+        predictor,
+        simulator_options,
+        progress=progress,
+        overrun=policy.overrun,
     )
     try:
         result = simulator.run()

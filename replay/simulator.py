@@ -48,6 +48,7 @@ from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, Time
 from cpsched.replay.swf import TraceJob
 from cpsched.replay.system import System
 from cpsched.runtime.cluster import Cluster
+from cpsched.runtime.overrun import OverrunRule
 
 
 class ReplayStalledError(CpschedError):
@@ -87,6 +88,7 @@ class Simulator:
         *,
         clock: Callable[[], float] = time.perf_counter,
         progress: Progress | None = None,
+        overrun: OverrunRule = "one-second",
     ) -> None:
         self.system = system
         self.trace = trace
@@ -113,7 +115,7 @@ class Simulator:
         self._scale = [(r, 1.0 / c) for r, c in enumerate(largest) if c > 0]
         self._running: dict[str, RunningJob] = {}
         self._queue: list[Job] = []
-        self.cluster = Cluster(dispatcher, predictor)
+        self.cluster = Cluster(dispatcher, predictor, overrun=overrun)
         self.book = self.cluster.book
         # (time, kind, trace index, version): a job's events are stale once its limit
         # changes and its version moves on.
@@ -131,6 +133,12 @@ class Simulator:
         self._statuses: dict[str, int] = {}
 
     def run(self) -> ReplayResult:
+        began = self.clock()
+        result = self._run()
+        result.dispatch.run_s = self.clock() - began
+        return result
+
+    def _run(self) -> ReplayResult:
         trace, events, version = self.trace, self._events, self._version
         submitted = 0
         not_before = 0

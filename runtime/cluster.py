@@ -15,6 +15,7 @@ from cpsched.core.state import DispatcherState
 from cpsched.predictor.base import Predictor
 from cpsched.runtime.durations import DurationBook
 from cpsched.runtime.gc_pause import decide_paused
+from cpsched.runtime.overrun import OverrunRule
 
 
 class Cluster:
@@ -27,10 +28,11 @@ class Cluster:
         *,
         fallback: Dispatcher | None = None,
         state: DispatcherState | None = None,
+        overrun: OverrunRule = "one-second",
     ) -> None:
         self.dispatcher = dispatcher
         self.predictor = predictor
-        self.book = DurationBook(predictor)
+        self.book = DurationBook(predictor, overrun)
         self.fallback = fallback
         """The heuristic that answers when the dispatcher cannot in time (the service's)."""
         self.dispatcher_state = state
@@ -41,8 +43,10 @@ class Cluster:
         of thousands of times, where the pause itself cost 6% of the replay."""
 
     def decide(self, snapshot: Snapshot) -> Decision:
-        """The dispatcher's decision on ``snapshot`` with the book's durations (for a CP
-        dispatcher, with the garbage collector held off meanwhile)."""
+        """The dispatcher's decision on ``snapshot`` with the book's durations, those of
+        jobs that outlived their predictions corrected first (for a CP dispatcher, with the
+        garbage collector held off meanwhile)."""
+        self.book.correct(snapshot.time)
         if self.pause_collector:
             return decide_paused(self.dispatcher, snapshot, self.book.durations)
         return self.dispatcher.decide(snapshot, self.book.durations)

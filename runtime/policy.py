@@ -18,9 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cpsched.core.allocators import make_allocator
 from cpsched.core.correction import CorrectionPolicy
+from cpsched.core.heuristics import BackfillOrder
 from cpsched.core.registry import DISPATCHERS, is_cp, make_dispatcher
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS, make_predictor
+from cpsched.runtime.overrun import OverrunRule
 
 if TYPE_CHECKING:
     from cpsched.core.cp import ModelConfig, SearchConfig
@@ -52,8 +54,40 @@ FALLBACK = ("easy", "best-fit")
 """The heuristic (dispatcher, allocator) that answers when a dispatcher cannot in time."""
 
 
+NAMED_POLICIES: dict[str, dict[str, Any]] = {
+    "today": {
+        "dispatcher": "easy",
+        "predictor": "wall-time",
+        "backfill_order": "queue",
+        "overrun": "one-second",
+    },
+    "easy++": {
+        "dispatcher": "easy",
+        "predictor": "last-two",
+        "backfill_order": "shortest",
+        "overrun": "request",
+    },
+    "default": {},
+    "oracle": {"predictor": "oracle"},
+}
+"""Policies by name, each as its settings over the field defaults:
+
+* ``today``: what a site runs today, EASY backfilling on the users' requested times;
+* ``easy++``: EASY with the users' last two run times as predictions, shortest predicted
+  job backfilled first, and an overrunning job expected to run to its limit (Tsafrir,
+  Etsion and Feitelson, TPDS 2007);
+* ``default``: what cpsched recommends, the field defaults (docs/value-over-today.md
+  says how it was chosen);
+* ``oracle``: ``default`` with the trace's real run times, a bound for replays only.
+"""
+
+
 class Policy(BaseModel):
-    """How one cluster is dispatched; every field is reachable from every front end."""
+    """How one cluster is dispatched; every field is reachable from every front end.
+
+    ``policy = NAME`` among the values starts from the named policy
+    (:data:`NAMED_POLICIES`) instead of the defaults; the other values override it.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,6 +105,17 @@ class Policy(BaseModel):
         "wall-time",
         description="Run times the dispatcher plans with: the request (wall-time), the "
         "user's last two (last-two), job profiles, AdaBoost, or the trace's (oracle, replay).",
+    )
+    backfill_order: BackfillOrder = Field(
+        "queue",
+        description="EASY (and the EASY fallback): try backfill candidates in queue order, "
+        "or shortest (predicted) first (EASY++'s shortest-job-backfilled-first).",
+    )
+    overrun: OverrunRule = Field(
+        "one-second",
+        description="What a running job that outlived its prediction is expected to take: "
+        "one more second (the papers'), its limit (request), the next of 1, 5, 15, 30 min, "
+        "1, 2, 5, 10, 20, 50, 100 h (ladder), or its prediction doubled (doubling).",
     )
     limits: LimitPolicy = Field(
         "requested",
@@ -131,6 +176,19 @@ class Policy(BaseModel):
     cp_node_symmetry: bool = Field(False, description="PCP3: break identical nodes' symmetry.")
     retrain_every: int = Field(1000, ge=1, description="AdaBoost: completions per retrain.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "policy" in data:
+            values = dict(data)
+            name = values.pop("policy")
+            if name not in NAMED_POLICIES:
+                raise ValueError(
+                    f"unknown policy {name!r}: choose one of {', '.join(NAMED_POLICIES)}"
+                )
+            return {**NAMED_POLICIES[name], **values}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
         try:
@@ -161,6 +219,11 @@ class Policy(BaseModel):
             raise ConfigError(f"{where}: {explain(exc)}") from None
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+
+    @classmethod
+    def named(cls, name: str, **changes: Any) -> Policy:
+        """The policy called ``name`` (:data:`NAMED_POLICIES`), with ``changes``."""
+        return cls.parse({"policy": name, **changes}, where=f"policy {name}")
 
     def but(self, **changes: Any) -> Policy:
         """This policy with ``changes``, validated again."""
@@ -240,13 +303,18 @@ class Policy(BaseModel):
             merge_running=self.cp_merge_running,
             node_symmetry=self.cp_node_symmetry,
             state=state,
+            backfill_order=self.backfill_order,
         )
 
     def make_fallback(self, *, system_cap: int | None = None) -> Dispatcher:
         """The heuristic that answers when the configured dispatcher cannot in time."""
         dispatcher, allocator = FALLBACK
         return make_dispatcher(
-            dispatcher, allocator, plan=False, correction=self.correction_policy(system_cap)
+            dispatcher,
+            allocator,
+            plan=False,
+            correction=self.correction_policy(system_cap),
+            backfill_order=self.backfill_order,
         )
 
     def make_predictor(

@@ -57,7 +57,13 @@ class ClusterRuntime(Cluster):
     def __init__(self, name: str, cluster_id: int, policy: Policy) -> None:
         state = DispatcherState()
         dispatcher, fallback = build_dispatchers(policy, state)
-        super().__init__(dispatcher, build_predictor(policy), fallback=fallback, state=state)
+        super().__init__(
+            dispatcher,
+            build_predictor(policy),
+            fallback=fallback,
+            state=state,
+            overrun=policy.overrun,
+        )
         self.name = name
         self.cluster_id = cluster_id
         self.policy = policy

@@ -76,10 +76,12 @@ class ServiceSettings(BaseSettings):
         return self
 
     def policy(self, cluster: str) -> Policy:
-        """The cluster's policy: ``[defaults]`` with the cluster's own table over it."""
+        """The cluster's policy: ``[defaults]`` with the cluster's own table over it, or
+        the named policy its table gives (``policy = "easy++"``) with the table over that."""
         overrides = self.clusters.get(cluster, {})
+        base = {} if "policy" in overrides else self.defaults.model_dump()
         try:
-            return Policy.model_validate({**self.defaults.model_dump(), **overrides})
+            return Policy.model_validate({**base, **overrides})
         except ValidationError as exc:
             raise ValueError(f"[clusters.{cluster}]: {explain(exc)}") from None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,9 +15,9 @@ from cpsched.cli import bench, serve
 from cpsched.cli.generate import generate
 from cpsched.cli.policy_options import policy_options
 from cpsched.errors import CpschedError
-from cpsched.replay.compare import compare_dispatchers
+from cpsched.replay.compare import DEFAULT_RUNS, compare_policies
 from cpsched.replay.runner import ReplaySettings, run_replay
-from cpsched.runtime.policy import Policy
+from cpsched.runtime.policy import NAMED_POLICIES, Policy
 
 app = typer.Typer(
     name="cpsched",
@@ -139,37 +139,46 @@ def replay(
 
 
 @app.command()
-@policy_options(exclude=frozenset({"dispatcher"}))
+@policy_options(raw=True)
 def compare(
     trace: TraceArg,
     out: Annotated[Path, typer.Option(help="Directory for one sub-directory per run and tables.")],
-    policy: Policy,
-    dispatchers: Annotated[
+    policy: dict[str, Any],
+    policies: Annotated[
         str,
         typer.Option(
-            help="Comma-separated dispatchers, each run with the other policy options; the "
-            "table's ratios are to easy."
+            help="Comma-separated runs: named policies (today, easy++, default, oracle) or "
+            "dispatchers (each on --policy); the policy options given apply to every run. "
+            "today is always run: the table's ratios are to it."
         ),
-    ] = "fcfs,sjf,easy",
+    ] = ",".join(DEFAULT_RUNS),
     system: SystemOpt = None,
     jobs: JobsOpt = None,
     warmup: WarmupOpt = 0.01,
     workers: Annotated[int, typer.Option(help="Parallel replay processes.")] = 2,
     plots: PlotsOpt = True,
 ) -> None:
-    """Replay a trace through several dispatchers and tabulate each metric's ratio to EASY."""
-    names = [d.strip() for d in dispatchers.split(",") if d.strip()]
+    """Replay a trace through several policies and tabulate each metric's ratio to today's
+    (EASY backfilling on the users' requested times)."""
+    overrides = {k: v for k, v in policy.items() if k != "policy"}
+    runs: dict[str, Policy] = {}
+    for label in (p.strip() for p in policies.split(",") if p.strip()):
+        if label in NAMED_POLICIES:
+            runs[label] = Policy.named(label, **overrides)
+        else:
+            values = {**policy, "dispatcher": label}
+            runs[label] = Policy.parse(values, where=f"run {label}")
     base = ReplaySettings(
         trace=trace,
         out=out,
-        policy=policy,
+        policy=runs.get("today", Policy.named("today")),
         system=system,
         jobs=jobs,
         warmup_fraction=warmup,
         plots=plots,
     )
-    with console.status(f"replaying {trace.name} with {', '.join(names)}"):
-        markdown = compare_dispatchers(base, names, workers=workers)
+    with console.status(f"replaying {trace.name} with {', '.join(runs)}"):
+        markdown = compare_policies(base, runs, workers=workers)
     typer.echo(markdown)
     console.print(f"tables → {out / 'comparison.md'}, {out / 'comparison.csv'}")
 

@@ -1,11 +1,12 @@
 """Command-line options made from the policy's fields, so the CLI and the service's config
 share one set of names, defaults and help texts.
 
-``@policy_options`` gives a command one ``--field-name`` option per field of
-:class:`~cpsched.runtime.policy.Policy` (names with ``_`` read with ``-``), offers the
-allowed values of a choice (typer reads the ``Literal``), and hands the command one
-validated ``policy`` argument. A setting added to the policy is an option of every such
-command at once.
+``@policy_options`` gives a command ``--policy NAME`` (a named policy: today, easy++,
+default...) and one ``--field-name`` option per field of
+:class:`~cpsched.runtime.policy.Policy` (names with ``_`` read with ``-``) that overrides
+the named policy's value, offers the allowed values of a choice (typer reads the
+``Literal``), and hands the command one validated ``policy`` argument. A setting added to
+the policy is an option of every such command at once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import typer
 
-from cpsched.runtime.policy import Policy
+from cpsched.runtime.policy import NAMED_POLICIES, Policy
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -31,25 +32,47 @@ def _option(name: str) -> inspect.Parameter:
     annotation: Any = field.annotation
     flag = "--" + name.replace("_", "-")
     decls = [flag, *ALIASES.get(name, ())]
-    options: dict[str, Any] = {"help": field.description, "show_default": True}
+    # Unset options are None: the named policy's value (the field default, in "default").
+    default = field.default if field.default is not None else "none"
+    options: dict[str, Any] = {
+        "help": f"{field.description} [default policy: {default}]",
+        "show_default": False,
+    }
     if annotation is bool:
         decls = [f"{flag}/--no-{flag[2:]}"]
     elif get_origin(annotation) in (Union, types.UnionType):
-        (inner,) = [a for a in get_args(annotation) if a is not type(None)]
-        annotation = inner | None
+        (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
-        default=field.default,
-        annotation=Annotated[annotation, typer.Option(*decls, **options)],
+        default=None,
+        annotation=Annotated[annotation | None, typer.Option(*decls, **options)],
     )
 
 
-def policy_options(command: Command | None = None, *, exclude: frozenset[str] = frozenset()) -> Any:
+POLICY_OPTION = inspect.Parameter(
+    "policy",
+    inspect.Parameter.KEYWORD_ONLY,
+    default="default",
+    annotation=Annotated[
+        str,
+        typer.Option(
+            "--policy",
+            help=f"Named policy to start from: {', '.join(NAMED_POLICIES)}; the options "
+            "below override its settings.",
+        ),
+    ],
+)
+
+
+def policy_options(
+    command: Command | None = None, *, exclude: frozenset[str] = frozenset(), raw: bool = False
+) -> Any:
     """``command`` with the policy's options in place of its ``policy`` parameter.
 
-    ``exclude`` names fields the command sets itself (``compare`` runs several
-    dispatchers): they keep the policy's default and get no option.
+    ``exclude`` names fields the command sets itself: they keep the policy's value and get
+    no option. ``raw`` hands the command, instead of a policy, the values given (with
+    ``policy``, the name): ``compare`` lays them over each policy it runs.
     """
 
     def decorate(command: Command) -> Command:
@@ -59,10 +82,14 @@ def policy_options(command: Command | None = None, *, exclude: frozenset[str] = 
 
         @functools.wraps(command)
         def with_policy(**values: Any) -> Any:
-            chosen = {name: values.pop(name) for name in fields}
+            chosen = {name: value for name in fields if (value := values.pop(name)) is not None}
+            chosen["policy"] = values.pop("policy")
+            if raw:
+                Policy.parse(chosen, where="options")  # a typo fails before anything runs
+                return command(**values, policy=chosen)
             return command(**values, policy=Policy.parse(chosen, where="options"))
 
-        parameters = [*own, *(_option(name) for name in fields)]
+        parameters = [*own, POLICY_OPTION, *(_option(name) for name in fields)]
         with_policy.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
         with_policy.__annotations__ = {p.name: p.annotation for p in parameters}
         del with_policy.__wrapped__  # typer must see the new signature, not the command's

@@ -62,16 +62,65 @@ def test_the_same_replay_twice_gives_the_same_summary_bytes(small_trace, tmp_pat
     assert "dispatch_ms_p50" in json.loads((outs[0] / "timings.json").read_text())
 
 
-def test_compare_tabulates_ratios_to_easy(small_trace, tmp_path):
+def test_compare_shows_today_easy_plus_plus_default_and_the_oracle_by_default(
+    small_trace, tmp_path
+):
     out = tmp_path / "cmp"
-    done = cpsched("compare", small_trace, "--out", out, "--dispatchers", "fcfs,sjf", "--no-plots")
+    done = cpsched("compare", small_trace, "--out", out, "--no-plots")
     assert done.returncode == 0, done.stderr
     table = (out / "comparison.md").read_text()
-    for name in ("fcfs", "sjf", "easy"):  # easy joins as the baseline
+    for name in ("today", "easy++", "default", "oracle"):
         assert f"| {name} |" in table
         assert (out / name / "summary.json").exists()
+    assert "ratios are to today" in table
     header = (out / "comparison.csv").read_text().splitlines()[0]
-    assert "mean_wait_s_ratio" in header
+    assert "mean_bounded_slowdown_ratio" in header
+    easy_plus_plus = json.loads((out / "easy++" / "summary.json").read_text())
+    assert easy_plus_plus["settings"]["policy"]["predictor"] == "last-two"
+    assert easy_plus_plus["settings"]["policy"]["backfill_order"] == "shortest"
+
+
+def test_compare_runs_dispatchers_on_the_given_policy_and_adds_today(small_trace, tmp_path):
+    out = tmp_path / "cmp"
+    done = cpsched(
+        "compare",
+        small_trace,
+        "--out",
+        out,
+        "--policies",
+        "fcfs,sjf",
+        "--policy",
+        "easy++",
+        "--no-plots",
+    )
+    assert done.returncode == 0, done.stderr
+    for name in ("fcfs", "sjf", "today"):  # today joins as the baseline
+        assert (out / name / "summary.json").exists()
+    sjf = json.loads((out / "sjf" / "summary.json").read_text())["settings"]["policy"]
+    assert (sjf["dispatcher"], sjf["predictor"]) == ("sjf", "last-two")
+    today = json.loads((out / "today" / "summary.json").read_text())["settings"]["policy"]
+    assert (today["dispatcher"], today["predictor"]) == ("easy", "wall-time")
+
+
+def test_replay_starts_from_a_named_policy_and_options_override_it(small_trace, tmp_path):
+    out = tmp_path / "r"
+    done = cpsched(
+        "replay",
+        small_trace,
+        "--out",
+        out,
+        "--policy",
+        "easy++",
+        "--overrun",
+        "ladder",
+        "--no-plots",
+    )
+    assert done.returncode == 0, done.stderr
+    policy = json.loads((out / "summary.json").read_text())["settings"]["policy"]
+    assert (policy["predictor"], policy["overrun"]) == ("last-two", "ladder")
+    done = cpsched("replay", small_trace, "--out", tmp_path / "x", "--policy", "tomorrow")
+    assert done.returncode == 2
+    assert "unknown policy 'tomorrow': choose one of today, easy++, default" in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,21 @@ def test_easy_reserves_the_head_on_capacity_freed_by_then_before_capacity_free_n
     assert decision.planned == {"h": 100}
 
 
+def test_easy_plus_plus_backfills_the_shortest_predicted_job_first():
+    # 4 cores; r holds 3 until 100, head h (4) is reserved at 100; one core is free now and
+    # both a (90 s) and b (10 s) would end before 100: the queue order starts a, EASY++ b.
+    r = job("r", units=3, limit=100)
+    queue = [job("h", units=4), job("a", limit=90), job("b", limit=10)]
+    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 3)])], queue)
+    durations = limits_as_durations(snap)
+    assert started(decide("easy", snap)) == ["a"]
+    shortest = make_dispatcher("easy", "first-fit", backfill_order="shortest")
+    decision = shortest.decide(snap, durations)
+    check_decision(snap, decision)
+    assert started(decision) == ["b"]
+    assert decision.planned == {"h": 100}
+
+
 def test_easy_uses_running_jobs_estimates_with_the_underestimation_fix():
     # r's estimate says it ended at 50 but at t=80 it still runs: assume it needs 1 s more.
     r = job("r", units=4, limit=50)

@@ -315,7 +315,7 @@ def _summaries() -> dict[str, dict[str, object]]:
 
 
 def test_comparison_rows_and_ratios():
-    rows = comparison_rows(_summaries())
+    rows = comparison_rows(_summaries(), baseline="easy")
     assert [r["run"] for r in rows] == ["easy", "hcp3"]
     easy, hcp3 = rows
     assert easy["mean_wait_s"] == 2060.0 and easy["mean_wait_s_ratio"] == 1.0
@@ -334,7 +334,7 @@ def test_comparison_without_baseline_or_key():
 
 
 def test_markdown_and_csv(tmp_path):
-    rows = comparison_rows(_summaries(), keys=("mean_wait_s", "killed_jobs"))
+    rows = comparison_rows(_summaries(), baseline="easy", keys=("mean_wait_s", "killed_jobs"))
     md = to_markdown(rows)
     lines = md.splitlines()
     assert lines[0] == "| run | mean_wait_s | killed_jobs |"

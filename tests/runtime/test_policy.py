@@ -94,3 +94,19 @@ def test_formulation_options_reach_the_cp_dispatchers():
     pcp20: Any = Policy(dispatcher="pcp20", cp_merge_running=False).make_dispatcher()
     pcp3: Any = Policy(dispatcher="pcp3", cp_node_symmetry=True).make_dispatcher()
     assert pcp20.merge_running is False and pcp3.node_symmetry is True
+
+
+def test_named_policies_start_from_their_settings_and_take_changes():
+    assert Policy.named("default") == Policy()
+    today = Policy.named("today")
+    assert (today.dispatcher, today.predictor, today.overrun) == ("easy", "wall-time", "one-second")
+    easy = Policy.named("easy++", allocator="first-fit")
+    assert (easy.predictor, easy.backfill_order, easy.overrun, easy.allocator) == (
+        "last-two",
+        "shortest",
+        "request",
+        "first-fit",
+    )
+    assert Policy.named("oracle").predictor == "oracle"
+    with pytest.raises(ConfigError, match="unknown policy 'x': choose one of today, easy"):
+        Policy.named("x")

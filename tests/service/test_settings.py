@@ -19,6 +19,22 @@ def test_toml_defaults_and_cluster_overrides(tmp_path):
     assert settings.policy("other").dispatcher == "sjf"
 
 
+def test_a_named_policy_in_defaults_or_in_a_cluster_table(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[defaults]\npolicy = "today"\n'
+        '[clusters.fast]\npolicy = "easy++"\noverrun = "ladder"\n'
+        "[clusters.slow]\ndeadline = 5\n"
+    )
+    settings = load_settings(path)
+    fast, slow = settings.policy("fast"), settings.policy("slow")
+    assert (fast.predictor, fast.backfill_order, fast.overrun) == ("last-two", "shortest", "ladder")
+    assert (slow.predictor, slow.deadline) == ("wall-time", 5)  # today's, from [defaults]
+    path.write_text('[clusters.a]\npolicy = "tomorrow"\n')
+    with pytest.raises(ConfigError, match="unknown policy 'tomorrow'"):
+        load_settings(path)
+
+
 def test_environment_overrides_the_file(tmp_path, monkeypatch):
     path = tmp_path / "c.toml"
     path.write_text('database_url = "sqlite:///file.db"\n')
