@@ -4,7 +4,8 @@ Which job comes next (the order) and where it goes (the allocator) are separate;
 dispatcher joins them. The variants are parameters: ``backfill=False`` stops at the first
 job that cannot start (FCFS, SJF and LJF as in AccaSim), ``backfill=True`` is EASY with
 reservation depth 1: the first blocked job gets a reservation, a later job starts now only
-if it fits now and does not delay that reservation.
+if it fits now and does not delay that reservation. A deeper reservation depth gives the
+first ``depth`` blocked jobs reservations (:mod:`cpsched.core.conservative`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Literal
 
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, covers
+from cpsched.core.conservative import backfill_with_depth
 from cpsched.core.durations import Durations
 from cpsched.core.problem import (
     Amounts,
@@ -23,7 +25,8 @@ from cpsched.core.problem import (
     Snapshot,
     Start,
 )
-from cpsched.core.reservation import Release, reserve
+from cpsched.core.reservation import reserve, running_releases
+from cpsched.errors import ConfigError
 
 Order = Callable[[Sequence[Job], Durations], list[Job]]
 
@@ -51,30 +54,6 @@ def exceeds_machine(job: Job, capacity_total: Amounts) -> bool:
     return not covers(capacity_total, job.request)
 
 
-def running_releases(
-    snapshot: Snapshot, durations: Durations, ahead: list[Job], starts: list[Start]
-) -> list[Release]:
-    """Expected end, allocation and job of everything running, including the jobs of
-    ``ahead`` that this call started."""
-    now = snapshot.time
-    # This is durations.expected_end, max(now + 1, start + d), inlined: it runs for every
-    # running job at every blocked call.
-    soonest = now + 1
-    releases: list[Release] = [
-        (
-            end if (end := rj.start + durations[rj.job.id]) > soonest else soonest,
-            rj.allocation,
-            rj.job,
-        )
-        for rj in snapshot.running
-    ]
-    started = {s.job_id: s.allocation for s in starts}
-    releases.extend(
-        (now + max(1, durations[j.id]), started[j.id], j) for j in ahead if j.id in started
-    )
-    return releases
-
-
 class ListDispatcher:
     """Start queued jobs in ``order``; with ``backfill``, EASY.
 
@@ -92,6 +71,7 @@ class ListDispatcher:
         backfill: bool,
         plan: bool = True,
         backfill_order: BackfillOrder = "queue",
+        depth: int = 1,
     ) -> None:
         self.name = name
         self.order = order
@@ -99,12 +79,18 @@ class ListDispatcher:
         self.backfill = backfill
         self.plan = plan
         self.shortest_backfilled_first = backfill_order == "shortest"
+        if depth < 1:
+            raise ConfigError(f"the backfill reservation depth must be >= 1, got {depth}")
+        self.depth = depth
+        """Blocked jobs that get a reservation: 1 is EASY, more is conservative."""
         self._plain = Diagnostics(dispatcher=name)  # shared by the calls with nothing to note
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
+        queue = self.order(snapshot.queued, durations)
+        if self.backfill and self.depth > 1:
+            return self._conservative(snapshot, durations, queue)
         free = FreeCapacity.of(snapshot)
         place = self.allocator.place
-        queue = self.order(snapshot.queued, durations)
         starts: list[Start] = []
         notes: list[str] = []
         head_at = len(queue)
@@ -126,6 +112,25 @@ class ListDispatcher:
             planned=planned,
             diagnostics=(
                 Diagnostics(dispatcher=self.name, notes=tuple(notes)) if notes else self._plain
+            ),
+        )
+
+    def _conservative(self, snapshot: Snapshot, durations: Durations, queue: list[Job]) -> Decision:
+        plan = backfill_with_depth(
+            snapshot,
+            durations,
+            queue,
+            self.allocator,
+            self.depth,
+            shortest_backfilled_first=self.shortest_backfilled_first,
+        )
+        return Decision(
+            starts=tuple(plan.starts),
+            planned=plan.planned if self.plan or plan.planned else None,
+            diagnostics=(
+                Diagnostics(dispatcher=self.name, notes=tuple(plan.notes))
+                if plan.notes
+                else self._plain
             ),
         )
 

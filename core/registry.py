@@ -51,6 +51,7 @@ def make_dispatcher(
     node_symmetry: bool = False,
     state: DispatcherState | None = None,
     backfill_order: BackfillOrder = "queue",
+    backfill_depth: int = 1,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -60,7 +61,7 @@ def make_dispatcher(
     ``merge_running`` and ``node_symmetry`` are PCP'20's and PCP3's formulation options.
     ``state`` is what the dispatcher learns between calls: the caller keeps it (default:
     a fresh one, which nobody else sees). ``backfill_order`` is the order EASY tries
-    backfill candidates in.
+    backfill candidates in, ``backfill_depth`` how many blocked jobs get a reservation.
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
@@ -82,7 +83,13 @@ def make_dispatcher(
         counters = None if state is None else state.priority_counters
         placer = make_allocator(allocator, counters=counters)
         listed = ListDispatcher(
-            name, ORDERS[order], placer, backfill=backfill, plan=plan, backfill_order=backfill_order
+            name,
+            ORDERS[order],
+            placer,
+            backfill=backfill,
+            plan=plan,
+            backfill_order=backfill_order,
+            depth=backfill_depth,
         )
         # balanced, weighted, ... read the snapshot: they observe it before each call.
         dispatcher = with_allocator_context(listed, placer)

@@ -9,12 +9,14 @@ as standard EASY's spare-capacity rule counts it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from operator import itemgetter
 
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, covers, units_fitting
-from cpsched.core.problem import Allocation, Job
+from cpsched.core.durations import Durations
+from cpsched.core.problem import Allocation, Job, Snapshot, Start
 
 Release = tuple[int, Allocation, Job]
 """A running job's expected end, allocation and job."""
@@ -78,12 +80,7 @@ def totals_decide_placement(job: Job) -> bool:
 def place_at_reservation(
     head: Job, future: FreeCapacity, released: list[Release], allocator: Allocator
 ) -> Allocation | None:
-    """Place ``head`` in ``future`` (free now plus ``released``), freed capacity first.
-
-    Units go first where they fit in what the released jobs free on each node (in node
-    order), then the rest where ``allocator`` puts them in what is left. The capacity free
-    now is used only for what the freed capacity cannot hold.
-    """
+    """Place ``head`` in ``future`` (free now plus ``released``), freed capacity first."""
     freed: dict[int, list[int]] = {}
     for _, allocation, job in released:
         unit = job.unit_request
@@ -95,24 +92,37 @@ def place_at_reservation(
                 for r, a in enumerate(unit):
                     row[r] += units * a
     wanted = head.wanted
-    needed = head.units
+    # What was freed on a node is in ``future`` unless a job placed since took it.
+    fits = {
+        node: units_fitting(tuple(map(min, row, future.row(node))), wanted)
+        for node, row in freed.items()
+    }
+    return place_freed_first(head, future, fits, allocator)
+
+
+def place_freed_first(
+    job: Job, future: FreeCapacity, freed_units: Mapping[int, int], allocator: Allocator
+) -> Allocation | None:
+    """Place ``job`` in ``future``, first the ``freed_units`` that fit, node by node, in
+    what is freed by then (busy now), in node order; then the rest where ``allocator``
+    puts them in what is left. Capacity free now is used only for what the freed
+    capacity cannot hold, which leaves the most of it to backfill."""
+    needed = job.units
     first: dict[int, int] = {}
-    for node in sorted(freed):
-        # What was freed on a node is in ``future`` unless a job placed since took it.
-        usable = tuple(map(min, freed[node], future.row(node)))
-        fit = units_fitting(usable, wanted)
-        if fit:
+    for node in sorted(freed_units):
+        fit = freed_units[node]
+        if fit > 0:
             take = fit if fit < needed else needed
             first[node] = take
             needed -= take
             if not needed:
                 return tuple(sorted(first.items()))
     if not first:
-        return allocator.place(head, future)
+        return allocator.place(job, future)
     rest_of = future.copy()
     # ``take`` counts a whole job's units in the totals: hand it the part placed so far.
-    rest_of.take(tuple(first.items()), replace(head, units=head.units - needed))
-    rest = allocator.place(replace(head, units=needed), rest_of)
+    rest_of.take(tuple(first.items()), replace(job, units=job.units - needed))
+    rest = allocator.place(replace(job, units=needed), rest_of)
     if rest is None:
         return None
     for node, units in rest:
@@ -159,3 +169,27 @@ def reserve(
             future.take(placement, head)
             return Reservation(end, head, future, [], spare_total, allocator, spare=future)
     return None
+
+
+def running_releases(
+    snapshot: Snapshot, durations: Durations, ahead: list[Job], starts: list[Start]
+) -> list[Release]:
+    """Expected end, allocation and job of everything running, including the jobs of
+    ``ahead`` that this call started."""
+    now = snapshot.time
+    # This is durations.expected_end, max(now + 1, start + d), inlined: it runs for every
+    # running job at every blocked call.
+    soonest = now + 1
+    releases: list[Release] = [
+        (
+            end if (end := rj.start + durations[rj.job.id]) > soonest else soonest,
+            rj.allocation,
+            rj.job,
+        )
+        for rj in snapshot.running
+    ]
+    started = {s.job_id: s.allocation for s in starts}
+    releases.extend(
+        (now + max(1, durations[j.id]), started[j.id], j) for j in ahead if j.id in started
+    )
+    return releases

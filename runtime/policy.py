@@ -61,6 +61,13 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
         "backfill_order": "queue",
         "overrun": "one-second",
     },
+    "conservative": {
+        "dispatcher": "easy",
+        "predictor": "wall-time",
+        "backfill_order": "queue",
+        "backfill_depth": 50,
+        "overrun": "one-second",
+    },
     "easy++": {
         "dispatcher": "easy",
         "predictor": "last-two",
@@ -73,6 +80,7 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
 """Policies by name, each as its settings over the field defaults:
 
 * ``today``: what a site runs today, EASY backfilling on the users' requested times;
+* ``conservative``: today's, with reservations for the first 50 blocked jobs;
 * ``easy++``: EASY with the users' last two run times as predictions, shortest predicted
   job backfilled first, and an overrunning job expected to run to its limit (Tsafrir,
   Etsion and Feitelson, TPDS 2007);
@@ -110,6 +118,12 @@ class Policy(BaseModel):
         "queue",
         description="EASY (and the EASY fallback): try backfill candidates in queue order, "
         "or shortest (predicted) first (EASY++'s shortest-job-backfilled-first).",
+    )
+    backfill_depth: int = Field(
+        1,
+        ge=1,
+        description="EASY: blocked jobs, in queue order, that get a reservation: 1 is EASY, "
+        "more is conservative backfilling up to that depth.",
     )
     overrun: OverrunRule = Field(
         "one-second",
@@ -304,6 +318,7 @@ class Policy(BaseModel):
             node_symmetry=self.cp_node_symmetry,
             state=state,
             backfill_order=self.backfill_order,
+            backfill_depth=self.backfill_depth,
         )
 
     def make_fallback(self, *, system_cap: int | None = None) -> Dispatcher:

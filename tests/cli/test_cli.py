@@ -120,7 +120,7 @@ def test_replay_starts_from_a_named_policy_and_options_override_it(small_trace, 
     assert (policy["predictor"], policy["overrun"]) == ("last-two", "ladder")
     done = cpsched("replay", small_trace, "--out", tmp_path / "x", "--policy", "tomorrow")
     assert done.returncode == 2
-    assert "unknown policy 'tomorrow': choose one of today, easy++, default" in done.stderr
+    assert "unknown policy 'tomorrow': choose one of today, conservative, easy++" in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,9 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpsched.core import Job, Node, make_dispatcher
+from cpsched.core import Decision, Job, Node, make_dispatcher
+from cpsched.core.allocators import make_allocator
+from cpsched.core.conservative import backfill_with_depth
 from cpsched.predictor.walltime import WallTime
 from cpsched.replay.simulator import Simulator, SimulatorOptions
 from cpsched.replay.swf import TraceJob
@@ -112,3 +114,38 @@ def test_easy_starts_the_same_jobs_whether_or_not_it_reports_its_plan(workload, 
         for plan in (True, False)
     ]
     assert results[0].jobs.start.tolist() == results[1].jobs.start.tolist()
+
+
+class DepthOne:
+    """Conservative backfilling's code at reservation depth 1, which must be EASY."""
+
+    name = "depth-one"
+
+    def __init__(self, allocator):
+        self.allocator = make_allocator(allocator)
+
+    def decide(self, snapshot, durations):
+        plan = backfill_with_depth(snapshot, durations, list(snapshot.queued), self.allocator, 1)
+        return Decision(starts=tuple(plan.starts), planned=plan.planned)
+
+
+def starts_of(machine, jobs, dispatcher):
+    sim = Simulator(machine, jobs, dispatcher, WallTime(), SimulatorOptions(validate=True))
+    return sim.run().jobs.start.tolist()
+
+
+@common
+@given(workloads(), st.sampled_from(["first-fit", "best-fit"]))
+def test_the_reservation_profile_at_depth_one_starts_every_job_when_easy_does(workload, allocator):
+    machine, jobs = workload
+    easy = make_dispatcher("easy", allocator, plan=False)
+    assert starts_of(machine, jobs, DepthOne(allocator)) == starts_of(machine, jobs, easy)
+
+
+@common
+@given(workloads(), st.integers(2, 30), st.sampled_from(["first-fit", "best-fit"]))
+def test_conservative_backfilling_runs_every_job_once_within_capacity(workload, depth, allocator):
+    machine, jobs = workload
+    dispatcher = make_dispatcher("easy", allocator, backfill_depth=depth)
+    starts = starts_of(machine, jobs, dispatcher)  # validated call by call
+    assert all(s >= j.job.submit for s, j in zip(starts, jobs, strict=True))

@@ -108,5 +108,5 @@ def test_named_policies_start_from_their_settings_and_take_changes():
         "first-fit",
     )
     assert Policy.named("oracle").predictor == "oracle"
-    with pytest.raises(ConfigError, match="unknown policy 'x': choose one of today, easy"):
+    with pytest.raises(ConfigError, match="unknown policy 'x': choose one of today, conservative"):
         Policy.named("x")
