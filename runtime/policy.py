@@ -5,8 +5,11 @@ and ``[clusters.NAME]`` tables, ``CPSCHED_*`` variables), ``bench-instances`` va
 (``pcp20@cp_time_unit=60``) and the tests all build this one validated object, and it
 builds what the dispatch core and the predictors need. A setting is added here, once.
 
-All durations are in seconds. The defaults are what a site runs today: EASY backfilling
-on the users' requested times, best-fit.
+All durations are in seconds. The defaults are the ``default`` policy, what cpsched
+recommends (docs/value-over-today.md): EASY backfilling, best-fit, planned with the users'
+last two run times, shortest predicted job backfilled first, an overrunning job expected
+to run to its limit; limits stay the users' requests. ``today`` (EASY on the requested
+times, what a site runs now) and the other named policies are in :data:`NAMED_POLICIES`.
 """
 
 from __future__ import annotations
@@ -84,8 +87,8 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
 * ``easy++``: EASY with the users' last two run times as predictions, shortest predicted
   job backfilled first, and an overrunning job expected to run to its limit (Tsafrir,
   Etsion and Feitelson, TPDS 2007);
-* ``default``: what cpsched recommends, the field defaults (docs/value-over-today.md
-  says how it was chosen);
+* ``default``: what cpsched recommends, the field defaults: today the same settings as
+  ``easy++`` (docs/value-over-today.md says how it was chosen and what it was chosen over);
 * ``oracle``: ``default`` with the trace's real run times, a bound for replays only.
 """
 
@@ -110,12 +113,12 @@ class Policy(BaseModel):
         "critical types: balanced:gpu,mic.",
     )
     predictor: PredictorName = Field(
-        "wall-time",
+        "last-two",
         description="Run times the dispatcher plans with: the request (wall-time), the "
         "user's last two (last-two), job profiles, AdaBoost, or the trace's (oracle, replay).",
     )
     backfill_order: BackfillOrder = Field(
-        "queue",
+        "shortest",
         description="EASY (and the EASY fallback): try backfill candidates in queue order, "
         "or shortest (predicted) first (EASY++'s shortest-job-backfilled-first).",
     )
@@ -126,7 +129,7 @@ class Policy(BaseModel):
         "more is conservative backfilling up to that depth.",
     )
     overrun: OverrunRule = Field(
-        "one-second",
+        "request",
         description="What a running job that outlived its prediction is expected to take: "
         "one more second (the papers'), its limit (request), the next of 1, 5, 15, 30 min, "
         "1, 2, 5, 10, 20, 50, 100 h (ladder), or its prediction doubled (doubling).",

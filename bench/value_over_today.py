@@ -1,0 +1,143 @@
+"""Is a site's schedule better with cpsched than with what it runs today? Whole traces.
+
+    python bench/value_over_today.py --out bench-out/value [--traces kth,ctc] [--runs today,default]
+
+replays each trace with each run, one replay at a time (say what else ran on the
+machine), and prints one Markdown table: mean wait, mean bounded slowdown (τ = 10 s),
+p95 and max wait, long-job (> 5 h) mean wait, killed jobs, fallbacks, the replay's wall
+time, and the ratios to ``today`` (EASY on the users' requested times). A replay whose
+``summary.json`` exists under ``--out`` is not run again, so a long table can be built
+over several sittings; delete a run's directory to run it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cpsched.replay.runner import ReplaySettings, run_replay
+from cpsched.runtime.policy import Policy
+
+REPO = Path(__file__).resolve().parent.parent
+TRACES = REPO.parent / "shared" / "data" / "traces"
+
+# name -> (file, system file, jobs replayed: None for the whole trace)
+TRACE_FILES: dict[str, tuple[str, str, int | None]] = {
+    "kth": ("KTH-SP2-1996-2.1-cln.swf.gz", "kth.toml", None),
+    "ctc": ("CTC-SP2-1996-3.1-cln.swf.gz", "ctc.toml", None),
+    "hpc2n": ("HPC2N-2002-2.2-cln.swf.gz", "hpc2n.toml", None),
+    "metacentrum": ("METACENTRUM-2009-2.swf.gz", "metacentrum.toml", None),
+    "curie": ("CEA-Curie-2011-2.1-cln.swf.gz", "curie.toml", 50_000),
+}
+
+CP_ROW = {
+    "predictor": "last-two",
+    "overrun": "request",
+    "deadline": 0.2,
+    "cp_limit": 0.02,
+    "cp_patience": 1,
+}
+"""The CP rows: the CP models with easy++'s predictions and correction, at the settings of
+docs/cp-dispatchers.md's whole-trace table (a 0.2 s deadline: wall-clock limited, so a
+replay differs a little from run to run)."""
+
+RUNS: dict[str, Callable[[], Policy]] = {
+    "today": lambda: Policy.named("today"),
+    "conservative": lambda: Policy.named("conservative"),
+    "easy++": lambda: Policy.named("easy++"),
+    "easy+oracle": lambda: Policy.named("today", predictor="oracle"),
+    "hcp3": lambda: Policy.named("default", dispatcher="hcp3", **CP_ROW),
+    "pcp3": lambda: Policy.named("default", dispatcher="pcp3", **CP_ROW),
+    "pcp20": lambda: Policy.named("default", dispatcher="pcp20", **CP_ROW),
+    "default": lambda: Policy.named("default"),
+}
+
+COLUMNS = (
+    ("mean wait s", "mean_wait_s"),
+    ("mean bsld", "mean_bounded_slowdown"),
+    ("p95 wait s", "p95_wait_s"),
+    ("max wait s", "max_wait_s"),
+    ("long-job wait s", "by_length_class.long.mean_wait_s"),
+    ("killed", "killed_jobs"),
+    ("fallbacks", "fallbacks"),
+    ("replay s", "replay_wall_s"),
+)
+RATIOS = (
+    ("bsld", "mean_bounded_slowdown"),
+    ("wait", "mean_wait_s"),
+    ("long wait", "by_length_class.long.mean_wait_s"),
+)
+
+
+def value(summary: dict[str, object], key: str) -> float | None:
+    node: object = summary
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, int | float) else None
+
+
+def replay(trace: str, run: str, out: Path, traces: Path) -> dict[str, object]:
+    target = out / trace / run
+    done = target / "summary.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    file, system, jobs = TRACE_FILES[trace]
+    settings = ReplaySettings(
+        trace=traces / file,
+        out=target,
+        policy=RUNS[run](),
+        system=REPO / "systems" / system,
+        jobs=jobs,
+        plots=False,
+    )
+    began = time.perf_counter()
+    summary = run_replay(settings)
+    print(f"  {trace} · {run}: {time.perf_counter() - began:.0f} s", flush=True)
+    return summary
+
+
+def fmt(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
+
+
+def table(results: dict[str, dict[str, dict[str, object]]]) -> str:
+    head = ["trace", "run", *(c for c, _ in COLUMNS), *(f"{r} vs today" for r, _ in RATIOS)]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+    for trace, runs in results.items():
+        base = runs.get("today")
+        for run, summary in runs.items():
+            cells = [fmt(value(summary, key)) for _, key in COLUMNS]
+            for _, key in RATIOS:
+                v, b = value(summary, key), None if base is None else value(base, key)
+                cells.append("–" if v is None or not b else f"{(v / b - 1) * 100:+.0f}%")
+            lines.append(f"| {trace} | {run} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--traces", default=",".join(TRACE_FILES))
+    parser.add_argument("--runs", default=",".join(RUNS))
+    parser.add_argument("--trace-dir", type=Path, default=TRACES)
+    args = parser.parse_args()
+    traces = [t for t in args.traces.split(",") if t]
+    runs = [r for r in args.runs.split(",") if r]
+    unknown = [t for t in traces if t not in TRACE_FILES] + [r for r in runs if r not in RUNS]
+    if unknown:
+        raise SystemExit(f"unknown trace or run: {', '.join(unknown)}")
+    if "today" not in runs:
+        runs.insert(0, "today")
+    results: dict[str, dict[str, dict[str, object]]] = {}
+    for trace in traces:
+        results[trace] = {run: replay(trace, run, args.out, args.trace_dir) for run in runs}
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
