@@ -240,3 +240,15 @@ def test_clients_ignore_fields_a_newer_service_adds(client):
     answer["diagnostics"]["added_in_a_later_version"] = 1
     answer["also_new"] = []
     assert DecisionOut.model_validate(answer).starts[0].job_id == "q1"
+
+
+@pytest.mark.parametrize(("overrun", "planned"), [("request", 5500), ("one-second", 1001)])
+def test_a_job_past_its_prediction_is_planned_by_the_overrun_rule(make_client, overrun, planned):
+    client = make_client(defaults={"overrun": overrun})
+    history = [finished(f"h{i}", 0, 100) for i in range(2)]  # alice's jobs take 100 s
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": history}, headers=AUTH)
+    # r1 (predicted 100 s, limit 5,000 s) has run 500 s and holds every core.
+    running = {**job("r1", limit=5000, units=8), "start": 500, "allocation": {"n1": 4, "n2": 4}}
+    decision = dispatch(client, snapshot(running=[running], queued=[job("q1", submit=900)])).json()
+    assert decision["starts"] == []
+    assert decision["planned"] == {"q1": planned}
