@@ -126,7 +126,7 @@ class ListDispatcher:
         )
         return Decision(
             starts=tuple(plan.starts),
-            planned=plan.planned if self.plan or plan.planned else None,
+            planned=plan.planned or None,
             diagnostics=(
                 Diagnostics(dispatcher=self.name, notes=tuple(plan.notes))
                 if plan.notes
