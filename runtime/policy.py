@@ -6,9 +6,9 @@ and ``[clusters.NAME]`` tables, ``CPSCHED_*`` variables), ``bench-instances`` va
 builds what the dispatch core and the predictors need. A setting is added here, once.
 
 All durations are in seconds. The defaults are the ``default`` policy, what cpsched
-recommends (docs/value-over-today.md): EASY backfilling, best-fit, planned with the users'
-last two run times, shortest predicted job backfilled first, an overrunning job expected
-to run to its limit; limits stay the users' requests. ``today`` (EASY on the requested
+recommends (docs/value-over-today.md): HCP3 planned with the users' last two run times,
+an overrunning job expected to run to its limit, a 0.2 s deadline with short restarts,
+EASY's decision when the search has none in time; limits stay the users' requests. ``today`` (EASY on the requested
 times, what a site runs now) and the other named policies are in :data:`NAMED_POLICIES`.
 """
 
@@ -87,8 +87,8 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
 * ``easy++``: EASY with the users' last two run times as predictions, shortest predicted
   job backfilled first, and an overrunning job expected to run to its limit (Tsafrir,
   Etsion and Feitelson, TPDS 2007);
-* ``default``: what cpsched recommends, the field defaults: today the same settings as
-  ``easy++`` (docs/value-over-today.md says how it was chosen and what it was chosen over);
+* ``default``: what cpsched recommends, the field defaults: HCP3 with easy++'s
+  predictions and correction (docs/value-over-today.md says how it was chosen);
 * ``oracle``: ``default`` with the trace's real run times, a bound for replays only.
 """
 
@@ -103,7 +103,7 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     dispatcher: DispatcherName = Field(
-        "easy",
+        "hcp3",
         description="fcfs, sjf, ljf and easy (EASY backfilling) are heuristics; hcp3, pcp3 "
         "and pcp20 solve CP models, falling back to easy when out of time.",
     )
@@ -151,16 +151,16 @@ class Policy(BaseModel):
         "the system's maximum time limit, else a week.",
     )
     deadline: float = Field(
-        2.0,
+        0.2,
         gt=0,
         le=600,
         description="CP dispatchers: seconds per call before the fallback answers.",
     )
     cp_limit: float = Field(
-        1.0, gt=0, description="CP: the first restart's time limit (doubles up to 16 times it)."
+        0.02, gt=0, description="CP: the first restart's time limit (doubles up to 16 times it)."
     )
     cp_patience: int = Field(
-        2, ge=1, description="CP: stop after this many runs without improvement."
+        1, ge=1, description="CP: stop after this many runs without improvement."
     )
     cp_deterministic: bool = Field(
         False, description="CP: limit searches by solver work, not wall time (reproducible)."

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cpsched.cli.local_service import local_service
 from cpsched.replay.compare_table import DEFAULT_KEYS, comparison_rows, to_markdown
+from cpsched.replay.metrics import TIMING_KEYS
 from cpsched.replay.runner import ReplaySettings, run_replay
 
 TOKEN = "http-check-token"
@@ -58,6 +59,6 @@ def http_check(settings: ReplaySettings) -> HttpCheck:
     rows = comparison_rows(
         {"in-process": local, "over-http": remote},
         baseline="in-process",
-        keys=[k for k in DEFAULT_KEYS if not k.startswith("dispatch_ms")],
+        keys=[k for k in DEFAULT_KEYS if not k.startswith(TIMING_KEYS)],
     )
     return HttpCheck(not differing, differing, to_markdown(rows), http_s, local_s)

@@ -13,9 +13,9 @@ def test_heuristics_record_no_cp_settings():
 
 def test_the_summary_records_the_cp_options():
     assert _cp_settings(Policy(dispatcher="pcp3", cp_search_cap=9)) == {
-        "deadline_s": 2.0,
-        "limit_s": 1.0,
-        "patience": 2,
+        "deadline_s": 0.2,
+        "limit_s": 0.02,
+        "patience": 1,
         "deterministic": False,
         "reserve_after_s": None,
         "reuse": False,

@@ -62,9 +62,9 @@ def settings_for(database_url: str, **overrides: Any) -> Any:
             {"name": "only-a", "secret": TOKEN_A, "clusters": ["a"]},
         ],
         "max_body_bytes": 200_000,
-        # These tests exercise learning: their clusters predict with last-two unless a
-        # test says otherwise (the policy's own default is the users' requests).
-        "defaults": {"predictor": "last-two", **overrides.pop("defaults", {})},
+        # These tests check the service, not the dispatcher: EASY keeps their decisions
+        # checkable by hand (test_default_policy_answers_with_hcp3 covers the default).
+        "defaults": {"dispatcher": "easy", **overrides.pop("defaults", {})},
     }
     base.update(overrides)
     return load_settings(None, **base)

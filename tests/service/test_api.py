@@ -252,3 +252,10 @@ def test_a_job_past_its_prediction_is_planned_by_the_overrun_rule(make_client, o
     decision = dispatch(client, snapshot(running=[running], queued=[job("q1", submit=900)])).json()
     assert decision["starts"] == []
     assert decision["planned"] == {"q1": planned}
+
+
+def test_default_policy_answers_with_hcp3(make_client):
+    client = make_client(defaults={"dispatcher": "hcp3"})  # the default policy's dispatcher
+    decision = dispatch(client, snapshot(queued=[job("q1"), job("q2", units=3)])).json()
+    assert decision["diagnostics"]["dispatcher"] == "hcp3"
+    assert {s["job_id"] for s in decision["starts"]} == {"q1", "q2"}
