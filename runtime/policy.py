@@ -8,8 +8,9 @@ builds what the dispatch core and the predictors need. A setting is added here, 
 All durations are in seconds. The defaults are the ``default`` policy, what cpsched
 recommends (docs/value-over-today.md): HCP3 planned with the users' last two run times,
 an overrunning job expected to run to its limit, a 0.2 s deadline with short restarts,
-EASY's decision when the search has none in time; limits stay the users' requests. ``today`` (EASY on the requested
-times, what a site runs now) and the other named policies are in :data:`NAMED_POLICIES`.
+EASY's decision when the search has none in time; limits stay the users' requests.
+``today`` (EASY on the requested times, what a site runs now) and the other named
+policies are in :data:`NAMED_POLICIES`.
 """
 
 from __future__ import annotations
