@@ -7,7 +7,8 @@ machine), and prints one Markdown table: mean wait, mean bounded slowdown (τ = 
 p95 and max wait, long-job (> 5 h) mean wait, killed jobs, fallbacks, the replay's wall
 time, and the ratios to ``today`` (EASY on the users' requested times). A replay whose
 ``summary.json`` exists under ``--out`` is not run again, so a long table can be built
-over several sittings; delete a run's directory to run it again.
+over several sittings; delete a run's directory to run it again. ``--cached`` runs nothing
+and tabulates what is there ("not run" for the rest).
 """
 
 from __future__ import annotations
@@ -72,14 +73,16 @@ RATIOS = (
 )
 
 
-def value(summary: dict[str, object], key: str) -> float | None:
+def value(summary: dict[str, object] | None, key: str) -> float | None:
     node: object = summary
     for part in key.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return node if isinstance(node, int | float) else None
 
 
-def replay(trace: str, run: str, out: Path, traces: Path) -> dict[str, object]:
+def replay(
+    trace: str, run: str, out: Path, traces: Path, *, cached: bool = False
+) -> dict[str, object] | None:
     target = out / trace / run
     done = target / "summary.json"
     if done.exists():
@@ -91,6 +94,8 @@ def replay(trace: str, run: str, out: Path, traces: Path) -> dict[str, object]:
             # The same policy on the same trace: a heuristic replay is deterministic.
             print(f"  {trace} · {run}: the same policy as {other}", flush=True)
             return json.loads(twin.read_text())
+    if cached:
+        return None
     file, system, jobs = TRACE_FILES[trace]
     settings = ReplaySettings(
         trace=traces / file,
@@ -114,12 +119,15 @@ def fmt(x: float | None) -> str:
     return f"{x:.2f}"
 
 
-def table(results: dict[str, dict[str, dict[str, object]]]) -> str:
+def table(results: dict[str, dict[str, dict[str, object] | None]]) -> str:
     head = ["trace", "run", *(c for c, _ in COLUMNS), *(f"{r} vs today" for r, _ in RATIOS)]
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for trace, runs in results.items():
         base = runs.get("today")
         for run, summary in runs.items():
+            if summary is None:
+                lines.append(f"| {trace} | {run} | not run |" + " |" * (len(head) - 3))
+                continue
             cells = [fmt(value(summary, key)) for _, key in COLUMNS]
             for _, key in RATIOS:
                 v, b = value(summary, key), None if base is None else value(base, key)
@@ -134,6 +142,9 @@ def main() -> None:
     parser.add_argument("--traces", default=",".join(TRACE_FILES))
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--trace-dir", type=Path, default=TRACES)
+    parser.add_argument(
+        "--cached", action="store_true", help="run nothing: tabulate the runs already in --out"
+    )
     args = parser.parse_args()
     traces = [t for t in args.traces.split(",") if t]
     runs = [r for r in args.runs.split(",") if r]
@@ -142,9 +153,11 @@ def main() -> None:
         raise SystemExit(f"unknown trace or run: {', '.join(unknown)}")
     if "today" not in runs:
         runs.insert(0, "today")
-    results: dict[str, dict[str, dict[str, object]]] = {}
+    results: dict[str, dict[str, dict[str, object] | None]] = {}
     for trace in traces:
-        results[trace] = {run: replay(trace, run, args.out, args.trace_dir) for run in runs}
+        results[trace] = {
+            run: replay(trace, run, args.out, args.trace_dir, cached=args.cached) for run in runs
+        }
     print(table(results))
 
 
