@@ -15,7 +15,7 @@ from operator import itemgetter
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, covers
 from cpsched.core.problem import Allocation, Job
-from cpsched.core.reservation import Release, place_freed_first
+from cpsched.core.reservation import Release, freed_units, place_freed_first
 
 
 class Profile:
@@ -69,20 +69,7 @@ class Profile:
             window = window.clamp_to(step)
         if first == 0:
             return allocator.place(job, window)
-        now = steps[0]
-        wanted = job.wanted
-        freed: dict[int, int] = {}
-        enough = job.units
-        for node in window.changed_from(now):  # in node order, as place_freed_first takes
-            there, here = window.row(node), now.row(node)
-            # Units that fit in what is free then but not now (a unit may not straddle).
-            fit = min((there[r] - here[r]) // amount for r, amount in wanted)
-            if fit > 0:
-                freed[node] = fit
-                enough -= fit
-                if enough <= 0:
-                    break
-        return place_freed_first(job, window, freed, allocator)
+        return place_freed_first(job, window, freed_units(job, window, steps[0]), allocator)
 
     def take(self, at: int, duration: int, allocation: Allocation, job: Job) -> None:
         """``job`` runs on ``allocation`` from step ``at`` for ``duration`` seconds."""

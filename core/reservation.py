@@ -14,7 +14,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 from cpsched.core.allocators import Allocator
-from cpsched.core.capacity import FreeCapacity, covers, units_fitting
+from cpsched.core.capacity import FreeCapacity, covers
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Allocation, Job, Snapshot, Start
 
@@ -54,9 +54,11 @@ class Reservation:
     def spare(self) -> FreeCapacity:
         if self._spare is None:
             future = self._future
+            now = future.copy()  # ``future`` is still what was free at the reservation
             for _, allocation, job in self._pending:
                 future.give(allocation, job)
-            placement = place_at_reservation(self._head, future, self._pending, self.allocator)
+            freed = freed_units(self._head, future, now)
+            placement = place_freed_first(self._head, future, freed, self.allocator)
             # reserve() only defers this when the totals decide placement exactly.
             assert placement is not None, "reservation without a placement"
             future.take(placement, self._head)
@@ -77,46 +79,42 @@ def totals_decide_placement(job: Job) -> bool:
     return len(wanted) == 1 and wanted[0][1] == 1
 
 
-def place_at_reservation(
-    head: Job, future: FreeCapacity, released: list[Release], allocator: Allocator
-) -> Allocation | None:
-    """Place ``head`` in ``future`` (free now plus ``released``), freed capacity first."""
-    freed: dict[int, list[int]] = {}
-    for _, allocation, job in released:
-        unit = job.unit_request
-        for node, units in allocation:
-            row = freed.get(node)
-            if row is None:
-                freed[node] = [units * a for a in unit]
-            else:
-                for r, a in enumerate(unit):
-                    row[r] += units * a
-    wanted = head.wanted
-    # What was freed on a node is in ``future`` unless a job placed since took it.
-    fits = {
-        node: units_fitting(tuple(map(min, row, future.row(node))), wanted)
-        for node, row in freed.items()
-    }
-    return place_freed_first(head, future, fits, allocator)
+def freed_units(job: Job, then: FreeCapacity, now: FreeCapacity) -> dict[int, int]:
+    """Units of ``job`` that fit in what is free in ``then`` but not in ``now`` (busy now,
+    freed by then), node by node in node order, until there are enough for the job.
+
+    ``then`` and ``now`` are copies of one another changed since (copy-on-write rows), so
+    only the nodes whose rows differ are looked at."""
+    wanted = job.wanted
+    freed: dict[int, int] = {}
+    enough = job.units
+    for node in then.changed_from(now):
+        there, here = then.row(node), now.row(node)
+        # A unit may not straddle the two: it fits in the difference or not at all.
+        fit = min((there[r] - here[r]) // amount for r, amount in wanted)
+        if fit > 0:
+            freed[node] = fit
+            enough -= fit
+            if enough <= 0:
+                break
+    return freed
 
 
 def place_freed_first(
-    job: Job, future: FreeCapacity, freed_units: Mapping[int, int], allocator: Allocator
+    job: Job, future: FreeCapacity, freed: Mapping[int, int], allocator: Allocator
 ) -> Allocation | None:
-    """Place ``job`` in ``future``, first the ``freed_units`` that fit, node by node, in
-    what is freed by then (busy now), in node order; then the rest where ``allocator``
-    puts them in what is left. Capacity free now is used only for what the freed
-    capacity cannot hold, which leaves the most of it to backfill."""
+    """Place ``job`` in ``future``: first the units of :func:`freed_units` (``freed``, in
+    node order), then the rest where ``allocator`` puts them in what is left. Capacity
+    free now is used only for what the freed capacity cannot hold, which leaves the most
+    of it to backfill."""
     needed = job.units
     first: dict[int, int] = {}
-    for node in sorted(freed_units):
-        fit = freed_units[node]
-        if fit > 0:
-            take = fit if fit < needed else needed
-            first[node] = take
-            needed -= take
-            if not needed:
-                return tuple(sorted(first.items()))
+    for node, fit in freed.items():
+        take = fit if fit < needed else needed
+        first[node] = take
+        needed -= take
+        if not needed:
+            return tuple(sorted(first.items()))
     if not first:
         return allocator.place(job, future)
     rest_of = future.copy()
@@ -136,7 +134,7 @@ def reserve(
     """Release the running jobs in order of expected end until ``head`` can be placed.
 
     ``releases`` holds every running job, including those started in this call.
-    Placement is checked node by node (:func:`place_at_reservation`, with the dispatcher's
+    Placement is checked node by node (:func:`place_freed_first`, with the dispatcher's
     own allocator for what free capacity it needs), so the reservation holds on
     heterogeneous machines too; the per-type totals are checked first because they are
     cheap and rule out most end times. None means the head job cannot be placed even on
@@ -164,7 +162,7 @@ def reserve(
         for _, allocation, job in releases[applied:i]:
             future.give(allocation, job)
         applied = i
-        placement = place_at_reservation(head, future, releases[:i], allocator)
+        placement = place_freed_first(head, future, freed_units(head, future, free), allocator)
         if placement is not None:
             future.take(placement, head)
             return Reservation(end, head, future, [], spare_total, allocator, spare=future)
