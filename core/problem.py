@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
+from typing import Literal
 
 from cpsched.errors import SnapshotError
 
@@ -24,6 +25,16 @@ Wanted = tuple[tuple[int, int], ...]
 
 Allocation = tuple[tuple[int, int], ...]
 """Where a job's units sit: ``(node index, units on that node)`` pairs, nodes distinct."""
+
+Layout = Literal["any", "block"]
+"""How a job's units may be spread over the nodes it is given.
+
+``any``: any number of units on each chosen node. ``block``: the way Slurm lays out the
+tasks of a job pinned to a node list: one unit on every chosen node, then the rest
+filling the chosen nodes in node order, each up to what fits. A block allocation is the
+only one a workload manager that spreads tasks itself reproduces exactly
+(:func:`cpsched.core.layout.block_layout`).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +70,7 @@ class Job:
     group: str = ""
     name: str = ""
     queue: str = ""
+    layout: Layout = "any"
     resource_names: tuple[str, ...] = field(default=(), repr=False, compare=False)
     request: Amounts = field(init=False, repr=False, compare=False)
     wanted: Wanted = field(init=False, repr=False, compare=False)

@@ -10,6 +10,7 @@ from cpsched.core.correcting import CorrectingDispatcher
 from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.heuristics import ORDERS, BackfillOrder, ListDispatcher
+from cpsched.core.layout import LayingOutDispatcher
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ def make_dispatcher(
         dispatcher = with_allocator_context(listed, placer)
     else:
         raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
+    # Block-layout jobs (the bridge's Slurm task jobs) get the split Slurm reproduces.
+    dispatcher = LayingOutDispatcher(dispatcher)
     if correction is not None and correction.kind != "off":
         dispatcher = CorrectingDispatcher(dispatcher, correction)
     return dispatcher

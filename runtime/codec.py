@@ -98,6 +98,7 @@ def core_job(wire: JobIn, unit_request: tuple[int, ...], names: tuple[str, ...])
         group=wire.group,
         name=wire.name,
         queue=wire.partition,
+        layout=wire.layout,
         resource_names=names,
     )
 
@@ -253,6 +254,7 @@ def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, Any]:
         "time_limit": job.time_limit,
         "units": job.units,
         "per_unit": _per_unit(job, names),
+        "layout": job.layout,
     }
 
 

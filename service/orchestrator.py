@@ -20,6 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
@@ -36,10 +37,11 @@ from cpsched.wire.schemas import (
     DispatchRequest,
     ExtensionOut,
     FinishedAck,
-    FinishedBatch,
+    FinishedBatchIn,
     FinishedJobIn,
     JobInfoOut,
     PendingReason,
+    RefusedFinishedOut,
     StartOut,
     end_state,
 )
@@ -236,11 +238,21 @@ class Orchestrator:
 
     # -- finished jobs ----------------------------------------------------------------
 
-    def finished(self, cluster: str, batch: FinishedBatch) -> FinishedAck:
+    def finished(self, cluster: str, batch: FinishedBatchIn) -> FinishedAck:
+        """Store the batch's valid jobs; each invalid one is refused on its own, with why."""
         runtime = self.runtime(cluster)
+        jobs, refused = _checked_finished(batch)
+        if refused:
+            self.metrics.finished.labels(cluster, "refused").inc(len(refused))
+            log.warning(
+                "finished jobs refused",
+                extra={"cluster": cluster, "refused": [r.job_id for r in refused][:20]},
+            )
+        if not jobs:
+            return FinishedAck(stored=0, duplicates=0, refused=refused)
         with runtime.lock:
             with self.sessions.begin() as session:
-                stored = history.store_finished(session, runtime.cluster_id, batch.jobs)
+                stored = history.store_finished(session, runtime.cluster_id, jobs)
             # Committed: now (and only now) the predictor may learn from them.
             for job in stored.new:
                 predicted = runtime.book.start_of(job.id)
@@ -251,7 +263,7 @@ class Orchestrator:
             runtime.observe(stored.new)
         self.metrics.finished.labels(cluster, "stored").inc(len(stored.new))
         self.metrics.finished.labels(cluster, "duplicate").inc(stored.duplicates)
-        return FinishedAck(stored=len(stored.new), duplicates=stored.duplicates)
+        return FinishedAck(stored=len(stored.new), duplicates=stored.duplicates, refused=refused)
 
     # -- the audit trail ----------------------------------------------------------------
 
@@ -386,3 +398,26 @@ def _wire(row: FinishedJobRow) -> FinishedJobIn:
         end=row.end_time,
         state=end_state(row.state),
     )
+
+
+def _checked_finished(
+    batch: FinishedBatchIn,
+) -> tuple[list[FinishedJobIn], list[RefusedFinishedOut]]:
+    """The batch's jobs that validate, and a refusal (id and why) for each that does not."""
+    jobs: list[FinishedJobIn] = []
+    refused: list[RefusedFinishedOut] = []
+    for index, raw in enumerate(batch.jobs):
+        try:
+            jobs.append(FinishedJobIn.model_validate(raw))
+        except ValidationError as exc:
+            job_id = raw.get("id")
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'job'}: {e['msg']}" for e in exc.errors()
+            )
+            refused.append(
+                RefusedFinishedOut(
+                    job_id=job_id[:256] if isinstance(job_id, str) else f"#{index}",
+                    reason=problems[:1000],
+                )
+            )
+    return jobs, refused

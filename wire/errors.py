@@ -29,6 +29,22 @@ class ServiceRejected(ServiceError):
         self.status = status
         self.detail = detail
         super().__init__(
-            f"service refused the request with HTTP {status}: {detail[:500]}; "
-            "check the token, the cluster name and the data sent"
+            f"service refused the request with HTTP {status}: {detail[:500]}; {self.what_to_fix}"
         )
+
+    @property
+    def what_to_fix(self) -> str:
+        if self.status == 401:
+            return (
+                "the service does not know the bridge's token: set `token` in the bridge's "
+                "TOML (or CPSCHED_BRIDGE_TOKEN) to a token in the service's config"
+            )
+        if self.status == 403:
+            return (
+                "the bridge's token may not act on this cluster: allow it in the service's config"
+            )
+        if self.status == 404:
+            return "the service has no such cluster: set `cluster` to a name in its config"
+        if self.status == 413:
+            return "the request is over the service's body limit: raise max_body_bytes there"
+        return "the service refused the data sent (see the detail); report it with the bridge's log"

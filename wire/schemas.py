@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 API_VERSION = "v1"
 
@@ -21,6 +21,19 @@ Seconds = Annotated[int, Field(ge=1, le=2**40)]
 Count = Annotated[int, Field(ge=1, le=2**31)]
 Amount = Annotated[int, Field(ge=0, le=2**40)]
 Amounts = dict[Annotated[str, Field(min_length=1, max_length=64)], Amount]
+
+
+def _printable(text: str) -> str:
+    """Labels are stored and shown: a NUL (which PostgreSQL cannot store) or another
+    control character (which rewrites a terminal or a log line) is refused."""
+    bad = next((c for c in text if (c < " " and c != "\t") or c == "\x7f"), None)
+    if bad is not None:
+        raise ValueError(f"contains the control character {bad!r}; send printable text")
+    return text
+
+
+Label = Annotated[str, Field(max_length=1024), AfterValidator(_printable)]
+"""A user, group, job or partition name: any printable text up to 1,024 characters."""
 NodeState = Literal["up", "drain", "down", "reserved"]
 
 
@@ -46,14 +59,23 @@ class NodeIn(WireModel):
 
 class JobIn(WireModel):
     id: Name
-    user: str = ""
-    group: str = ""
-    name: str = ""
-    partition: str = ""
+    user: Label = ""
+    group: Label = ""
+    name: Label = ""
+    partition: Label = ""
     submit: Time
     time_limit: Seconds = Field(description="Requested (or current) time limit, seconds.")
     units: Count = Field(description="Identical units (tasks) the job asks for.")
     per_unit: Amounts = Field(description="What one unit needs of each resource type.")
+    layout: Literal["any", "block"] = Field(
+        "any",
+        description=(
+            "How the units may be split over nodes. 'block': the workload manager lays "
+            "the units out itself (Slurm's tasks of a job pinned to a node list): one on "
+            "each chosen node, then filling them in the snapshot's node order; the "
+            "service only decides such splits. 'any': any split."
+        ),
+    )
 
     @model_validator(mode="after")
     def _asks_for_something(self) -> JobIn:
@@ -172,9 +194,26 @@ class FinishedBatch(WireModel):
     jobs: list[FinishedJobIn] = Field(min_length=1, max_length=10_000)
 
 
+class FinishedBatchIn(WireModel):
+    """A batch as the service reads it: each job is checked on its own, so that one it
+    refuses (listed in :class:`FinishedAck`'s ``refused``) holds back none of the others."""
+
+    jobs: list[dict[str, JsonValue]] = Field(
+        min_length=1, max_length=10_000, description="Finished jobs, each a FinishedJobIn."
+    )
+
+
+class RefusedFinishedOut(ResponseModel):
+    job_id: str = Field(description="The job's id, or '#<index>' when it had none.")
+    reason: str = Field(description="Why it was refused; it will be refused again if re-sent.")
+
+
 class FinishedAck(ResponseModel):
     stored: int = Field(description="Jobs new to the service, now committed.")
     duplicates: int = Field(description="Jobs the service already had (not counted twice).")
+    refused: list[RefusedFinishedOut] = Field(
+        default_factory=list, description="Jobs not stored, with why; the rest are stored."
+    )
 
 
 class PendingReason(ResponseModel):

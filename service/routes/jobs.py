@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from cpsched.service.deps import Authorised, ClusterName, JobId, OrchestratorDep
 from cpsched.service.routes.common import ERRORS
-from cpsched.wire.schemas import FinishedAck, FinishedBatch, JobInfoOut
+from cpsched.wire.schemas import FinishedAck, FinishedBatchIn, JobInfoOut
 
 router = APIRouter(prefix="/v1/clusters/{cluster}/jobs", responses=ERRORS)
 
@@ -14,10 +14,11 @@ router = APIRouter(prefix="/v1/clusters/{cluster}/jobs", responses=ERRORS)
 @router.post(
     "/finished",
     response_model=FinishedAck,
-    summary="Record finished jobs (idempotent; acknowledged only once committed).",
+    summary="Record finished jobs (idempotent; acknowledged only once committed). Each job "
+    "is checked on its own: those refused are listed with why, the others are stored.",
 )
 def finished(
-    cluster: ClusterName, body: FinishedBatch, _token: Authorised, orchestrator: OrchestratorDep
+    cluster: ClusterName, body: FinishedBatchIn, _token: Authorised, orchestrator: OrchestratorDep
 ) -> FinishedAck:
     return orchestrator.finished(cluster, body)
 

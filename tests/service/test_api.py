@@ -96,19 +96,40 @@ def test_finished_jobs_are_idempotent(client, database_url):
     batch = {"jobs": [finished("j1", 0, 100), finished("j2", 0, 200), finished("j1", 0, 100)]}
     first = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
     again = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
-    assert first == {"stored": 2, "duplicates": 1}
-    assert again == {"stored": 0, "duplicates": 3}
+    assert first == {"stored": 2, "duplicates": 1, "refused": []}
+    assert again == {"stored": 0, "duplicates": 3, "refused": []}
     with make_engine(database_url).connect() as conn:
         assert conn.scalar(select(func.count()).select_from(FinishedJobRow)) == 2
 
 
-def test_bad_finished_batch_stores_nothing(client, database_url):
-    batch = {"jobs": [finished("ok", 0, 100), {**finished("bad", 100, 50)}]}
+def test_bad_finished_jobs_are_refused_one_by_one(client, database_url):
+    # An end before its start, and a name with a NUL (which PostgreSQL cannot store):
+    # each is refused with why; the valid jobs around them are stored.
+    batch = {
+        "jobs": [
+            finished("ok", 0, 100),
+            finished("bad", 100, 50),
+            {**finished("nul", 0, 10), "name": "a\x00b"},
+            {"no": "id"},
+            finished("ok2", 0, 20),
+        ]
+    }
     answer = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
-    assert answer.status_code == 422
-    assert "before start" in answer.json()["detail"]
+    assert answer.status_code == 200
+    ack = answer.json()
+    assert (ack["stored"], ack["duplicates"]) == (2, 0)
+    reasons = {r["job_id"]: r["reason"] for r in ack["refused"]}
+    assert set(reasons) == {"bad", "nul", "#3"}
+    assert "before start" in reasons["bad"]
+    assert "control character" in reasons["nul"]
     with make_engine(database_url).connect() as conn:
-        assert conn.scalar(select(func.count()).select_from(FinishedJobRow)) == 0
+        stored = set(conn.scalars(select(FinishedJobRow.job_id)))
+    assert stored == {"ok", "ok2"}
+
+
+def test_a_finished_batch_that_is_not_a_list_of_jobs_is_refused_whole(client):
+    answer = client.post("/v1/clusters/c1/jobs/finished", json={"jobs": [1]}, headers=AUTH)
+    assert answer.status_code == 422
 
 
 def test_predictor_learns_and_is_rebuilt_from_history(make_client):
