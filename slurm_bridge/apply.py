@@ -2,19 +2,24 @@
 
 A start is applied only if, in the state read this cycle, the job is still pending and
 held for cpsched, every chosen node exists, is up and has room (Slurm's own "allocated"
-figures, minus what this cycle already started), and the allocation has a shape the job
-can take (one node for a single-node job, distinct nodes for a one-unit-per-node job).
-Anything refused stays held and is planned again next cycle.
+figures, minus what this cycle already started), the allocation has a shape the job
+can take (one node for a single-node job, distinct nodes for a one-unit-per-node job),
+and Slurm will lay it out exactly as decided. Slurm splits a task job pinned to several
+nodes itself (:func:`slurm_split`): the start goes ahead only when that split is the
+decided one whatever order Slurm allocates the cycle's jobs in (:func:`split_problem`);
+a task job whose split depends on that order waits one cycle (deferred). Anything
+refused or deferred stays held and is planned again next cycle.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cpsched.slurm_bridge.backend import WorkloadManager
 from cpsched.slurm_bridge.errors import CommandError
-from cpsched.slurm_bridge.model import Amounts, ClusterState, JobView
+from cpsched.slurm_bridge.model import Amounts, ClusterState, JobView, NodeView
 from cpsched.wire.schemas import DecisionOut
 
 log = logging.getLogger("slurm_bridge.apply")
@@ -22,8 +27,9 @@ log = logging.getLogger("slurm_bridge.apply")
 
 @dataclass
 class ApplyResult:
-    started: dict[str, list[str]] = field(default_factory=dict)  # job → chosen nodes
+    started: dict[str, dict[str, int]] = field(default_factory=dict)  # job → units per node
     refused: dict[str, str] = field(default_factory=dict)  # job → why
+    deferred: dict[str, str] = field(default_factory=dict)  # job → why (next cycle)
     extended: dict[str, int] = field(default_factory=dict)  # job → new limit (s)
     failed: dict[str, str] = field(default_factory=dict)  # job → command error
 
@@ -36,6 +42,35 @@ def _shape_problem(job: JobView, allocation: dict[str, int]) -> str | None:
     if job.shape.one_unit_per_node and any(u != 1 for u in allocation.values()):
         return "job needs one unit per node (sbatch -N) but the allocation stacks units"
     return None
+
+
+def node_order(state: ClusterState) -> dict[str, int]:
+    """Each node's rank in Slurm's node table (the order ``sinfo --json`` lists them in,
+    which is the order sent to the service)."""
+    return {name: rank for rank, name in enumerate(state.nodes)}
+
+
+def slurm_split(units: int, fits: dict[str, int], order: dict[str, int]) -> dict[str, int]:
+    """How Slurm splits ``units`` tasks of a job pinned to the nodes of ``fits`` (each
+    with the tasks that fit there): one task on every node, then the rest filling the
+    nodes in Slurm's node order, each up to what fits (checked on the test bed). The
+    service's block layout (``cpsched.core.layout``) decides the same split."""
+    left = units - len(fits)
+    split: dict[str, int] = {}
+    for name in sorted(fits, key=order.__getitem__):
+        extra = max(0, min(fits[name] - 1, left))
+        left -= extra
+        split[name] = 1 + extra
+    return split
+
+
+def _fits(job: JobView, free: Amounts) -> int:
+    return min(free.get(r, 0) // a for r, a in job.shape.per_unit.items() if a > 0)
+
+
+def _room(node: NodeView, taken: dict[str, Amounts]) -> Amounts:
+    mine = taken.get(node.name, {})
+    return {r: amount - mine.get(r, 0) for r, amount in node.free().items()}
 
 
 def check_start(
@@ -64,11 +99,72 @@ def check_start(
     return None
 
 
+def _add(taken: dict[str, Amounts], job: JobView, allocation: Mapping[str, int], sign: int) -> None:
+    for name, units in allocation.items():
+        row = taken.setdefault(name, {})
+        for resource, amount in job.shape.per_unit.items():
+            row[resource] = row.get(resource, 0) + sign * amount * units
+
+
+def split_problem(
+    job: JobView,
+    allocation: dict[str, int],
+    state: ClusterState,
+    taken: dict[str, Amounts],
+    others: dict[str, Amounts],
+) -> tuple[str, str] | None:
+    """Whether Slurm splits this task job as decided, as ``("refuse" | "defer", why)``.
+
+    ``taken`` is held already (jobs released earlier and not running yet, and this
+    cycle's earlier starts); ``others`` is what this cycle's other starts will hold.
+    Slurm allocates a cycle's released jobs in its own priority order: the split must
+    come out as decided both if it allocates this job before all of them and after all
+    of them (then in any order, as the split is monotone in each node's room). If only
+    the latter holds, the job waits one cycle, for the others to run first.
+    """
+    order = node_order(state)
+
+    def split(held: dict[str, Amounts]) -> dict[str, int]:
+        fits = {name: _fits(job, _room(state.nodes[name], held)) for name in allocation}
+        return slurm_split(job.shape.units, fits, order)
+
+    everything: dict[str, Amounts] = {}
+    for part in (taken, others):
+        for name, row in part.items():
+            into = everything.setdefault(name, {})
+            for resource, amount in row.items():
+                into[resource] = into.get(resource, 0) + amount
+    last = split(everything)
+    if last != allocation:
+        return "refuse", f"Slurm would split it {last}, not as decided {allocation}"
+    first = split(taken)
+    if first != allocation:
+        return "defer", f"Slurm would split it {first} if it allocated it before the jobs "
+        "starting beside it; it starts once they run"
+    return None
+
+
 def apply_decision(
-    decision: DecisionOut, state: ClusterState, backend: WorkloadManager
+    decision: DecisionOut,
+    state: ClusterState,
+    backend: WorkloadManager,
+    starting: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ApplyResult:
+    """Apply the decision's starts and extensions; ``starting`` are jobs released in
+    earlier cycles that Slurm has not run yet (job → units per node): their resources
+    are not in Slurm's figures yet, but are promised."""
     result = ApplyResult()
     taken: dict[str, Amounts] = {}
+    for job_id, allocation in (starting or {}).items():
+        pending = state.job(job_id)
+        if pending is not None and pending.state == "pending" and not pending.held_for_us:
+            _add(taken, pending, allocation, 1)
+    order = node_order(state)
+    this_cycle: dict[str, Amounts] = {}
+    for start in decision.starts:
+        other = state.job(start.job_id)
+        if other is not None:
+            _add(this_cycle, other, start.allocation, 1)
     for start in decision.starts:
         job = state.job(start.job_id)
         why = check_start(job, start.allocation, state, taken)
@@ -76,19 +172,29 @@ def apply_decision(
             result.refused[start.job_id] = why or "unknown job"
             log.warning("start refused", extra={"job": start.job_id, "why": why})
             continue
-        nodes = list(start.allocation)
+        if backend.splits_tasks and job.shape.laid_out_by_slurm and len(start.allocation) > 1:
+            _add(this_cycle, job, start.allocation, -1)  # the others, not itself
+            problem = split_problem(job, start.allocation, state, taken, this_cycle)
+            _add(this_cycle, job, start.allocation, 1)
+            if problem is not None:
+                verdict, why = problem
+                (result.deferred if verdict == "defer" else result.refused)[job.id] = why
+                log.warning(
+                    "start %s",
+                    "deferred" if verdict == "defer" else "refused",
+                    extra={"job": job.id, "why": why},
+                )
+                continue
+        in_order = {n: start.allocation[n] for n in sorted(start.allocation, key=order.__getitem__)}
         try:
-            backend.start(job.id, nodes)
+            backend.start(job.id, in_order, tasks_per_node=job.shape.tasks_per_node)
         except CommandError as exc:
             result.failed[job.id] = str(exc)
             log.error("start failed", extra={"job": job.id, "error": str(exc)})
             continue
-        for name, units in start.allocation.items():
-            row = taken.setdefault(name, {})
-            for resource, amount in job.shape.per_unit.items():
-                row[resource] = row.get(resource, 0) + amount * units
-        result.started[job.id] = nodes
-        log.info("started", extra={"job": job.id, "nodes": nodes})
+        _add(taken, job, start.allocation, 1)
+        result.started[job.id] = dict(start.allocation)
+        log.info("started", extra={"job": job.id, "allocation": start.allocation})
     for extension in decision.extensions:
         job = state.job(extension.job_id)
         if job is None or job.state != "running":

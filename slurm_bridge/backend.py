@@ -6,6 +6,7 @@ tests use a fake. Every method acts on one job and raises ``CommandError`` on fa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from cpsched.slurm_bridge.model import ClusterState, JobView
@@ -13,13 +14,20 @@ from cpsched.slurm_bridge.model import ClusterState, JobView
 
 class WorkloadManager(Protocol):
     name: str
+    splits_tasks: bool
+    """Whether it splits a task job's tasks over the pinned nodes itself (Slurm: then
+    only its own split can be decided) or runs an exact per-node allocation (PBS's
+    ``qrun -H``)."""
 
     def read_state(self) -> ClusterState:
         """Nodes, running jobs with their allocation, pending jobs (held or not)."""
         ...
 
-    def start(self, job_id: str, nodes: list[str]) -> None:
-        """Pin the job to exactly ``nodes`` and let it run."""
+    def start(
+        self, job_id: str, allocation: Mapping[str, int], *, tasks_per_node: int | None = None
+    ) -> None:
+        """Pin the job to exactly the nodes of ``allocation`` (units per node) and let it
+        run; ``tasks_per_node`` caps the tasks on each node (Slurm's even split)."""
         ...
 
     def hold(self, job_id: str, *, unpin: bool) -> None:

@@ -42,7 +42,22 @@ class BridgeSettings(BaseSettings):
     fallback_after_s: float = Field(
         0.0, ge=0, description="Apply the fallback only after the service failed this long."
     )
-    poll_interval_s: float = Field(10.0, gt=0)
+    poll_interval_s: float = Field(
+        10.0, gt=0, description="Cycle at least this often (events start cycles sooner)."
+    )
+    min_cycle_gap_s: float = Field(
+        1.0,
+        ge=0,
+        description="Never start cycles closer than this: bounds the squeue/sinfo load.",
+    )
+    probe_interval_s: float = Field(
+        1.0, gt=0, description="During an outage, probe the service's /healthz this often."
+    )
+    wake_file: Path | None = Field(
+        None,
+        description="Touched by job_submit.lua and EpilogSlurmctld on submissions and job "
+        "ends: a change starts a cycle (default: 'wake' beside the state file).",
+    )
     deadline_s: float = Field(5.0, gt=0, description="HTTP timeout of one service call.")
     command_timeout_s: float = Field(30.0, gt=0, description="Timeout of one Slurm command.")
     backoff_max_s: float = Field(300.0, gt=0, description="Ceiling of the retry backoff.")
@@ -78,6 +93,11 @@ class BridgeSettings(BaseSettings):
     shadow_log: Path | None = Field(
         None, description="JSON-lines record of shadow decisions (default: beside state)."
     )
+    audit_log: Path | None = Field(
+        None,
+        description="JSON-lines audit of every start, refusal, re-hold, mismatch and "
+        "fallback (default: audit.jsonl beside the state file).",
+    )
 
     @field_validator("service_url")
     @classmethod
@@ -87,6 +107,14 @@ class BridgeSettings(BaseSettings):
     @property
     def shadow_log_path(self) -> Path:
         return self.shadow_log or self.state_file.with_name("shadow.jsonl")
+
+    @property
+    def wake_file_path(self) -> Path:
+        return self.wake_file or self.state_file.with_name("wake")
+
+    @property
+    def audit_log_path(self) -> Path:
+        return self.audit_log or self.state_file.with_name("audit.jsonl")
 
     @classmethod
     def settings_customise_sources(

@@ -11,8 +11,8 @@ Hierarchy::
 
 The service's own failures are the wire client's :class:`~cpsched.wire.errors.ServiceError`
 (unavailable or rejected). Each message says what went wrong and what to do about it.
-Only the CLI turns these into exit codes; the loop turns ServiceUnavailable into the
-configured fallback.
+Only the CLI turns these into exit codes; the loop turns every ServiceError (a refusal too:
+a rotated token must not stall the cluster) into the configured fallback.
 """
 
 from __future__ import annotations

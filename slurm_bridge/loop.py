@@ -15,14 +15,16 @@ from dataclasses import dataclass, field
 from cpsched.slurm_bridge import shadow
 from cpsched.slurm_bridge import state_file as bookkeeping
 from cpsched.slurm_bridge.apply import ApplyResult, apply_decision
+from cpsched.slurm_bridge.audit import Audit
 from cpsched.slurm_bridge.backend import WorkloadManager
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.errors import BridgeError, CommandError
 from cpsched.slurm_bridge.metrics import BridgeMetrics
 from cpsched.slurm_bridge.model import ClusterState, JobView
+from cpsched.slurm_bridge.pacing import Pacer, WakeFile
 from cpsched.slurm_bridge.snapshot import dispatch_request, finished_batch
 from cpsched.wire.client import ServiceClient
-from cpsched.wire.errors import ServiceError, ServiceUnavailable
+from cpsched.wire.errors import ServiceError, ServiceRejected
 from cpsched.wire.schemas import DecisionOut, FinishedBatch
 
 log = logging.getLogger("slurm_bridge.loop")
@@ -40,9 +42,11 @@ class CycleReport:
     service_error: str | None = None
     fallback: str | None = None  # what the fallback did this cycle
     rehold: list[str] = field(default_factory=list)
+    misplaced: dict[str, dict[str, int]] = field(default_factory=dict)  # job → real split
     reclaimed: list[str] = field(default_factory=list)  # taken back from the fallback
     finished_posted: int = 0
     finished_duplicates: int = 0
+    finished_refused: dict[str, str] = field(default_factory=dict)  # job → why
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -62,7 +66,9 @@ class Bridge:
         self.clock = clock
         self.book = bookkeeping.load(settings.state_file)
         self.metrics = BridgeMetrics()
+        self.audit = Audit(settings.audit_log_path)
         self.outage_since: float | None = None
+        self._outage_cause: str | None = None
         self.seen: dict[str, JobView] = {}  # last view of each job, for finished posts
 
     # ---- one cycle -------------------------------------------------------------
@@ -81,21 +87,26 @@ class Bridge:
             self.seen[job.id] = job
         shadow_mode = self.settings.mode == "shadow"
         if not shadow_mode:
+            report.misplaced = self._check_landed(state)
             report.rehold = self._rehold_stale_pins(state)
         request, notes = dispatch_request(
-            state, shadow=shadow_mode, extensions=self.book.extensions
+            state,
+            shadow=shadow_mode,
+            extensions=self.book.extensions,
+            starting={
+                j: (int(p.at), p.allocation) for j, p in self.book.pinned.items() if p.allocation
+            },
+            splits_tasks=self.backend.splits_tasks,
         )
         report.notes += notes
         t1 = time.perf_counter()
         try:
             decision = self.client.dispatch(request)
-        except ServiceUnavailable as exc:
+        except ServiceError as exc:
             report.timings["post_s"] = time.perf_counter() - t1
             report.service_error = str(exc)
             self.metrics.inc("service_failures_total")
-            if self.outage_since is None:  # once per outage: logs stay quiet
-                log.warning("service unavailable", extra={"error": str(exc)})
-                self.outage_since = self.clock()
+            self._log_service_failure(exc)
             if not shadow_mode:
                 report.fallback = self._fallback(state)
         else:
@@ -120,18 +131,55 @@ class Bridge:
 
     # ---- pieces ----------------------------------------------------------------
     def _apply(self, decision: DecisionOut, state: ClusterState) -> ApplyResult:
-        result = apply_decision(decision, state, self.backend)
+        starting = {job_id: pin.allocation for job_id, pin in self.book.pinned.items()}
+        result = apply_decision(decision, state, self.backend, starting)
         now = self.clock()
-        for job_id, nodes in result.started.items():
-            self.book.pinned[job_id] = bookkeeping.Pin(nodes=nodes, at=now)
-            self.book.started[job_id] = nodes
-        for job_id in result.extended:
+        for job_id, allocation in result.started.items():
+            self.book.pinned[job_id] = bookkeeping.Pin(at=now, allocation=allocation)
+            self.audit.record(state.time, "start", job=job_id, allocation=allocation)
+        for job_id, why in result.refused.items():
+            self.audit.record(state.time, "refused", job=job_id, why=why)
+        for job_id, why in result.deferred.items():
+            self.audit.record(state.time, "deferred", job=job_id, why=why)
+        for job_id, why in result.failed.items():
+            self.audit.record(state.time, "command_failed", job=job_id, error=why)
+        for job_id, limit in result.extended.items():
             self.book.extensions[job_id] = self.book.extensions.get(job_id, 0) + 1
+            self.audit.record(state.time, "extended", job=job_id, limit_s=limit)
         self.metrics.inc("jobs_started_total", len(result.started))
+        self.metrics.inc("starts_deferred_total", len(result.deferred))
         self.metrics.inc("extensions_total", len(result.extended))
         self.metrics.inc("starts_refused_total", len(result.refused))
         self.metrics.inc("command_failures_total", len(result.failed))
         return result
+
+    def _check_landed(self, state: ClusterState) -> dict[str, dict[str, int]]:
+        """Jobs released since the last cycle that now run: where they really are.
+
+        Each is compared with the allocation decided for it; a difference is logged,
+        audited and counted (``placement_mismatch_total``), and the snapshot sent next
+        already carries the real allocation, read from Slurm."""
+        misplaced: dict[str, dict[str, int]] = {}
+        for job_id, pin in list(self.book.pinned.items()):
+            job = state.job(job_id)
+            if job is None or job.state != "running":
+                continue
+            del self.book.pinned[job_id]
+            if pin.allocation and job.allocation != pin.allocation:
+                misplaced[job_id] = dict(job.allocation)
+                log.warning(
+                    "job runs on an allocation other than decided",
+                    extra={"job": job_id, "decided": pin.allocation, "real": job.allocation},
+                )
+                self.audit.record(
+                    state.time,
+                    "placement_mismatch",
+                    job=job_id,
+                    decided=pin.allocation,
+                    real=job.allocation,
+                )
+        self.metrics.inc("placement_mismatch_total", len(misplaced))
+        return misplaced
 
     def _rehold_stale_pins(self, state: ClusterState) -> list[str]:
         """Jobs released onto nodes that turned busy: hold, unpin, plan again."""
@@ -155,10 +203,30 @@ class Bridge:
             del self.book.pinned[job_id]
             reheld.append(job_id)
             log.warning(
-                "pinned job did not start; held again", extra={"job": job_id, "nodes": pin.nodes}
+                "pinned job did not start; held again",
+                extra={"job": job_id, "allocation": pin.allocation},
             )
+            self.audit.record(state.time, "reheld", job=job_id, allocation=pin.allocation)
         self.metrics.inc("reheld_total", len(reheld))
         return reheld
+
+    def _log_service_failure(self, exc: ServiceError) -> None:
+        """Once per outage (logs stay quiet), and again when the cause changes: what
+        failed, the fallback in force, and what to fix."""
+        cause = f"HTTP {exc.status}" if isinstance(exc, ServiceRejected) else "unavailable"
+        if self.outage_since is not None and cause == self._outage_cause:
+            return
+        if self.outage_since is None:
+            self.outage_since = self.clock()
+        self._outage_cause = cause
+        mode: str = self.settings.fallback
+        if mode == "release" and self.settings.fallback_after_s > 0:
+            mode += f" after {self.settings.fallback_after_s:g} s"
+        extra = {"error": str(exc), "fallback": mode}
+        if isinstance(exc, ServiceRejected):
+            log.error(f"service refused the bridge's request: {exc.what_to_fix}", extra=extra)
+        else:
+            log.warning("service unavailable", extra=extra)
 
     def _fallback(self, state: ClusterState) -> str:
         now = self.clock()
@@ -168,7 +236,14 @@ class Bridge:
             self.settings.fallback_after_s
         ):
             if not self.book.fallback_active:
-                log.warning("service unavailable: held jobs stay held (fallback=hold)")
+                if self.settings.fallback == "hold":
+                    log.warning("service unavailable: held jobs stay held (fallback=hold)")
+                else:
+                    log.warning(
+                        "service unavailable: held jobs stay held until the outage lasts "
+                        f"{self.settings.fallback_after_s:g} s (fallback=release)"
+                    )
+                self.audit.record(state.time, "fallback", mode="hold")
             self.book.fallback_active = True
             self.metrics.inc("fallback_cycles_total")
             return "hold"
@@ -186,6 +261,7 @@ class Bridge:
                 "service unavailable: jobs handed to Slurm's scheduler (fallback=release)",
                 extra={"jobs": len(released)},
             )
+            self.audit.record(state.time, "fallback", mode="release", released=released)
         self.book.fallback_active = True
         self.metrics.inc("fallback_cycles_total")
         self.metrics.inc("fallback_released_total", len(released))
@@ -205,7 +281,9 @@ class Bridge:
                 reclaimed.append(job_id)
             del self.book.fallback_released[job_id]
         log.warning("service back: fallback ended", extra={"reclaimed": len(reclaimed)})
+        self.audit.record(state.time, "fallback_ended", reclaimed=reclaimed)
         self.outage_since = None
+        self._outage_cause = None
         self.book.fallback_active = False
         return reclaimed
 
@@ -228,7 +306,9 @@ class Bridge:
                     **{**_fields(known), "state": job.state, "start": job.start, "end": job.end}
                 )
             fresh[job.id] = best
-        wire = finished_batch(fresh.values())
+        wire, refused = finished_batch(fresh.values())
+        for job_id, why in refused.items():
+            self._refused_finished(state, job_id, fresh[job_id].end or state.time, why, report)
         for i in range(0, len(wire), BATCH):
             chunk = wire[i : i + BATCH]
             try:
@@ -239,11 +319,26 @@ class Bridge:
             for sent in chunk:
                 self.book.delivered[sent.id] = sent.end
                 self.seen.pop(sent.id, None)
+            for refusal in ack.refused:
+                end = self.book.delivered.get(refusal.job_id, state.time)
+                self._refused_finished(state, refusal.job_id, end, refusal.reason, report)
             report.finished_posted += ack.stored
             report.finished_duplicates += ack.duplicates
             # persist after every acknowledged chunk: a crash here must not re-count
             bookkeeping.save(self.settings.state_file, self.book)
         self.metrics.inc("finished_posted_total", report.finished_posted)
+
+    def _refused_finished(
+        self, state: ClusterState, job_id: str, end: int, why: str, report: CycleReport
+    ) -> None:
+        """A finished job the service will not store: reported once, never re-sent (it
+        would be refused again and must not hold back the jobs after it)."""
+        self.book.delivered[job_id] = end
+        self.seen.pop(job_id, None)
+        report.finished_refused[job_id] = why
+        self.metrics.inc("finished_refused_total")
+        log.error("finished job refused; not sent again", extra={"job": job_id, "why": why})
+        self.audit.record(state.time, "finished_refused", job=job_id, why=why)
 
     def _record_metrics(self, report: CycleReport) -> None:
         self.metrics.inc("cycles_total")
@@ -265,10 +360,21 @@ class Bridge:
         *,
         stop: Callable[[], bool] = lambda: False,
         sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Cycle every poll interval; on errors back off exponentially, never exit."""
+        """Cycle on cluster events, when the service returns, and every poll interval;
+        on errors of the cycle itself back off exponentially; never exit."""
+        pacer = Pacer(
+            wake=WakeFile(self.settings.wake_file_path),
+            healthy=self.client.healthy,
+            clock=monotonic,
+            sleep=sleep,
+            min_gap_s=self.settings.min_cycle_gap_s,
+            probe_s=self.settings.probe_interval_s,
+        )
         failures = 0
         while not stop():
+            started = monotonic()
             try:
                 report = self.cycle()
             except Exception as exc:  # a bad cycle must never kill the daemon
@@ -283,17 +389,12 @@ class Bridge:
                 log.error("cycle failed; retrying", extra={"error": str(exc), "in_s": delay})
                 sleep(delay)
                 continue
-            if report.service_error:
-                failures += 1
-                delay = min(
-                    self.settings.backoff_max_s,
-                    self.settings.poll_interval_s * 2 ** min(failures - 1, 16),
-                )
-            else:
-                failures = 0
-                delay = self.settings.poll_interval_s
+            failures = 0
             log.info("cycle", extra=_summary(report))
-            sleep(delay)
+            woke = pacer.wait(
+                started, self.settings.poll_interval_s, outage=report.service_error is not None
+            )
+            self.metrics.inc(f'cycles_started_total{{by="{woke}"}}')
 
 
 def _fields(job: JobView) -> dict:
@@ -307,6 +408,9 @@ def _summary(report: CycleReport) -> dict[str, object]:
         "started": len(report.applied.started) if report.applied else 0,
         "extended": len(report.applied.extended) if report.applied else 0,
         "refused": len(report.applied.refused) if report.applied else 0,
+        "deferred": len(report.applied.deferred) if report.applied else 0,
+        "misplaced": len(report.misplaced),
+        "reheld": len(report.rehold),
         "fallback": report.fallback,
         "finished_posted": report.finished_posted,
         "service_error": report.service_error,

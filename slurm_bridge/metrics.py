@@ -35,7 +35,7 @@ class BridgeMetrics:
         ]
         for name in sorted(self.counters):
             lines += [
-                f"# TYPE cpsched_bridge_{name} counter",
+                f"# TYPE cpsched_bridge_{name.split('{', 1)[0]} counter",
                 f"cpsched_bridge_{name} {self.counters[name]:g}",
             ]
         for name in sorted(self.gauges):

@@ -31,13 +31,23 @@ class JobShape:
 
     ``one_unit_per_node``: each unit stands for one whole node of a multi-node job
     (``sbatch -N k`` with per-node GRES or memory); such a job can only start on
-    ``units`` distinct nodes, one unit each.
+    ``units`` distinct nodes, one unit each; ``tasks_per_node`` is then the most tasks
+    one node may run (set on the job when it is started, so that Slurm splits its tasks
+    evenly over the nodes instead of filling the first one).
     """
 
     units: int
     per_unit: Amounts
     one_unit_per_node: bool = False
     single_node: bool = False
+    tasks_per_node: int | None = None
+
+    @property
+    def laid_out_by_slurm(self) -> bool:
+        """Tasks free to spread: pinned to several nodes, Slurm splits them itself (one
+        per node, then filling the nodes in its node order), so only that split can be
+        decided (the wire's ``layout="block"``)."""
+        return not (self.single_node or self.one_unit_per_node)
 
 
 @dataclass(frozen=True, slots=True)

@@ -267,6 +267,7 @@ class PbsBackend:
     queues: list[str] = field(default_factory=list)
     unlimited_s: int = 7 * 86400
     name: str = "pbs"
+    splits_tasks: bool = False
     _last: ClusterState | None = None
 
     def read_state(self) -> ClusterState:
@@ -282,17 +283,12 @@ class PbsBackend:
         self._last = state
         return state
 
-    def start(self, job_id: str, nodes: list[str]) -> None:
-        job = self._last.job(job_id) if self._last else None
-        if job is None:
-            raise StateParseError(f"job {job_id} unknown; read state before starting jobs")
-        allocation = (
-            {n: 1 for n in nodes}
-            if job.shape.one_unit_per_node or len(nodes) > 1
-            else {nodes[0]: job.shape.units}
-        )
-        self.runner.run(["qrls", "-h", "s", job_id])
-        self.runner.run(qrun_argv(job_id, allocation, job.shape.per_unit))
+    def start(
+        self, job_id: str, allocation: Mapping[str, int], *, tasks_per_node: int | None = None
+    ) -> None:
+        # qrun -H names every chunk and its host: PBS runs exactly this allocation.
+        for argv in self.start_allocation(job_id, allocation):
+            self.runner.run(argv)
 
     def start_allocation(self, job_id: str, allocation: Mapping[str, int]) -> list[list[str]]:
         """The commands a start with this exact allocation runs (for tests and dry runs)."""

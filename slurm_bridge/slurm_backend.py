@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class SlurmBackend:
     bin_dir: Path | None = None
     rest: SlurmRestClient | None = None
     name: str = "slurm"
+    splits_tasks: bool = True
     _finished_source_found: str | None = None
 
     def _cmd(self, name: str) -> str:
@@ -92,9 +94,19 @@ class SlurmBackend:
         return ClusterState(time=now, nodes=nodes, jobs=jobs, notes=tuple(notes))
 
     # ---- acting ----------------------------------------------------------------
-    def start(self, job_id: str, nodes: list[str]) -> None:
+    def start(
+        self, job_id: str, allocation: Mapping[str, int], *, tasks_per_node: int | None = None
+    ) -> None:
         scontrol = self._cmd("scontrol")
-        self.runner.run([scontrol, "update", f"JobId={job_id}", f"NodeList={hostlist.join(nodes)}"])
+        update = [
+            scontrol,
+            "update",
+            f"JobId={job_id}",
+            f"NodeList={hostlist.join(list(allocation))}",
+        ]
+        if tasks_per_node is not None:
+            update.append(f"TasksPerNode={tasks_per_node}")
+        self.runner.run(update)
         self.runner.run([scontrol, "release", job_id])
 
     def hold(self, job_id: str, *, unpin: bool) -> None:

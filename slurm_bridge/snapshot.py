@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from cpsched.slurm_bridge.model import ClusterState, JobView
+from pydantic import ValidationError
+
+from cpsched.slurm_bridge.model import ClusterState, JobView, NodeView
 from cpsched.wire.schemas import (
     DispatchRequest,
     FinishedJobIn,
@@ -32,17 +34,45 @@ def _per_unit(job: JobView) -> dict[str, int]:
     return amounts
 
 
-def _job_fields(job: JobView) -> dict:
+_CONTROL = dict.fromkeys([*range(32), 127], "\ufffd")
+del _CONTROL[ord("\t")]
+
+
+def _label(text: str) -> str:
+    """A name as a snapshot carries it: labels only feed predictions, so a control
+    character (which the wire refuses) is replaced rather than the job left out."""
+    return text.translate(_CONTROL)[:1024]
+
+
+def _job_fields(job: JobView, *, splits_tasks: bool = False, exact: bool = False) -> dict:
+    """A job's wire fields; ``exact`` keeps its names as they are (a finished job's
+    record: the service refuses it rather than store a changed name)."""
+    label = (lambda text: text) if exact else _label
     return {
         "id": job.id,
-        "user": job.user,
-        "group": job.group,
-        "name": job.name,
-        "partition": job.partition,
+        "user": label(job.user),
+        "group": label(job.group),
+        "name": label(job.name),
+        "partition": label(job.partition),
         "submit": job.submit,
         "time_limit": job.time_limit_s,
         "units": job.shape.units,
         "per_unit": _per_unit(job),
+        "layout": "block" if splits_tasks and job.shape.laid_out_by_slurm else "any",
+    }
+
+
+def _usable(node: NodeView, running: list[RunningJobIn]) -> dict[str, int]:
+    """A node's capacity less what jobs the snapshot does not carry hold there (jobs of
+    partitions left to Slurm, jobs still completing): the service must not count on it."""
+    known: dict[str, int] = {}
+    for job in running:
+        units = job.allocation.get(node.name, 0)
+        for resource, amount in job.per_unit.items():
+            known[resource] = known.get(resource, 0) + amount * units
+    return {
+        resource: capacity - max(0, node.used.get(resource, 0) - known.get(resource, 0))
+        for resource, capacity in node.capacity.items()
     }
 
 
@@ -58,13 +88,17 @@ def dispatch_request(
     *,
     shadow: bool,
     extensions: Mapping[str, int],
+    starting: Mapping[str, tuple[int, Mapping[str, int]]] | None = None,
+    splits_tasks: bool = True,
 ) -> tuple[DispatchRequest, list[str]]:
-    """The snapshot to post, and notes on jobs left out (and why)."""
+    """The snapshot to post, and notes on jobs left out (and why).
+
+    Nodes go in the workload manager's own order (``sinfo --json``'s), which the block
+    layout of task jobs follows. ``starting`` are the jobs released onto their nodes
+    but not running yet (job → release time and units per node): they are sent as
+    running there, so that nothing is promised twice while Slurm starts them.
+    """
     notes: list[str] = []
-    nodes = [
-        NodeIn(name=n.name, resources={**n.capacity, NODE_SLOT: 1}, state=n.state)
-        for n in state.nodes.values()
-    ]
     running: list[RunningJobIn] = []
     for job in state.running:
         if not job.allocation or job.start is None:
@@ -85,7 +119,29 @@ def dispatch_request(
                 extensions=extensions.get(job.id, 0),
             )
         )
-    queued = [JobIn(**_job_fields(j)) for j in queued_jobs(state, shadow=shadow)]
+    for job_id, (since, allocation) in (starting or {}).items():
+        pending = state.job(job_id)
+        if pending is None or pending.state != "pending" or pending.held_for_us or not allocation:
+            continue  # running (read above), gone, held again, or pinned by an old version
+        if any(n not in state.nodes for n in allocation):
+            notes.append(f"starting job {job_id}: on unknown nodes; left out")
+            continue
+        running.append(
+            RunningJobIn(
+                **_job_fields(pending),
+                start=min(since, state.time),
+                allocation=dict(allocation),
+                extensions=extensions.get(job_id, 0),
+            )
+        )
+    queued = [
+        JobIn(**_job_fields(j, splits_tasks=splits_tasks))
+        for j in queued_jobs(state, shadow=shadow)
+    ]
+    nodes = [
+        NodeIn(name=n.name, resources={**_usable(n, running), NODE_SLOT: 1}, state=n.state)
+        for n in state.nodes.values()
+    ]
     return (
         DispatchRequest(
             time=state.time, nodes=nodes, running=running, queued=queued, dry_run=shadow
@@ -94,15 +150,25 @@ def dispatch_request(
     )
 
 
-def finished_batch(jobs: Iterable[JobView]) -> list[FinishedJobIn]:
-    """Ended jobs in wire form; jobs without a usable start/end are skipped."""
+def finished_batch(jobs: Iterable[JobView]) -> tuple[list[FinishedJobIn], dict[str, str]]:
+    """Ended jobs in wire form, and those the wire schema refuses (job → why), which the
+    service would refuse too; jobs without a usable start/end are skipped."""
     out: list[FinishedJobIn] = []
+    refused: dict[str, str] = {}
     for job in jobs:
         if job.start is None or job.end is None:
             continue
-        out.append(
-            FinishedJobIn(
-                **_job_fields(job), start=job.start, end=job.end, state=end_state(job.state)
+        try:
+            out.append(
+                FinishedJobIn(
+                    **_job_fields(job, exact=True),
+                    start=job.start,
+                    end=job.end,
+                    state=end_state(job.state),
+                )
             )
-        )
-    return out
+        except ValidationError as exc:
+            refused[job.id] = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )
+    return out, refused

@@ -21,8 +21,10 @@ KEEP_DELIVERED_S = 14 * 86400
 
 @dataclass
 class Pin:
-    nodes: list[str]
+    """A job released onto the nodes of ``allocation`` (units per node) at ``at``."""
+
     at: float
+    allocation: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -31,7 +33,6 @@ class BridgeState:
     pinned: dict[str, Pin] = field(default_factory=dict)
     fallback_released: dict[str, float] = field(default_factory=dict)  # job id → when
     extensions: dict[str, int] = field(default_factory=dict)
-    started: dict[str, list[str]] = field(default_factory=dict)  # job id → chosen nodes
     fallback_active: bool = False
 
     def forget_old(self, now: int) -> None:
@@ -48,12 +49,11 @@ def load(path: Path) -> BridgeState:
         raw = json.loads(path.read_text(encoding="utf-8"))
         return BridgeState(
             delivered={str(k): int(v) for k, v in raw.get("delivered", {}).items()},
-            pinned={str(k): Pin(**v) for k, v in raw.get("pinned", {}).items()},
+            pinned={str(k): _pin(v) for k, v in raw.get("pinned", {}).items()},
             fallback_released={
                 str(k): float(v) for k, v in raw.get("fallback_released", {}).items()
             },
             extensions={str(k): int(v) for k, v in raw.get("extensions", {}).items()},
-            started={str(k): list(v) for k, v in raw.get("started", {}).items()},
             fallback_active=bool(raw.get("fallback_active", False)),
         )
     except (OSError, ValueError, TypeError) as exc:
@@ -61,6 +61,13 @@ def load(path: Path) -> BridgeState:
             f"cannot read bridge state {path} ({exc}); move it aside to start afresh "
             "(finished jobs may then be posted again; the service ignores duplicates)"
         ) from None
+
+
+def _pin(raw: dict) -> Pin:
+    # Files of earlier versions kept only the nodes: such a pin has no allocation, and
+    # is then neither sent as starting nor checked for where it landed.
+    allocation = raw.get("allocation") or {}
+    return Pin(at=float(raw["at"]), allocation={str(n): int(u) for n, u in allocation.items()})
 
 
 def save(path: Path, state: BridgeState) -> None:

@@ -13,6 +13,16 @@ local TAG = "extsched"
 local BRIDGE_UIDS = { [0] = true }
 -- Partitions left to Slurm's own scheduler (jobs there are not held); e.g. { debug = true }.
 local UNMANAGED_PARTITIONS = {}
+-- Slurm's ESLURM_JOB_HELD: "Job is in held state, pending scheduler release". Slurm
+-- 22.05 discards slurm.log_user() in job_modify, so this error code is what a user who
+-- runs `scontrol release` sees; newer Slurm also prints the log_user() text.
+local ESLURM_JOB_HELD = 2042
+-- Touched on every submission so that the bridge plans the new job at once (its
+-- wake_file; the EpilogSlurmctld script cpsched-wake touches it when a job ends).
+-- Opening a file for writing never blocks slurmctld, bridge up or down.
+local WAKE_FILE = "/var/lib/cpsched-bridge/wake"
+local SUBMIT_NOTE = "queued for cpsched, the site's scheduler: it starts the job on the "
+  .. "nodes it chooses (do not release it by hand)"
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
   local partition = job_desc.partition
@@ -21,6 +31,11 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   job_desc.priority = 0
   job_desc.admin_comment = TAG
+  slurm.log_user(SUBMIT_NOTE)
+  local wake = io.open(WAKE_FILE, "w")
+  if wake then
+    wake:close()
+  end
   return slurm.SUCCESS
 end
 
@@ -31,7 +46,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
   if job_rec.admin_comment == TAG then
     if job_desc.priority ~= slurm.NO_VAL then
       slurm.log_user("this job is started by cpsched; it cannot be released or re-prioritised by hand")
-      return slurm.ERROR
+      return ESLURM_JOB_HELD
     end
     if job_desc.admin_comment ~= nil then
       slurm.log_user("the cpsched tag of this job cannot be changed")

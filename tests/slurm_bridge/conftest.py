@@ -63,6 +63,7 @@ class Testbed:
 
     root: Path
     env: dict[str, str]
+    wake: Path = Path("/nonexistent")
     nodes: list[str] = field(default_factory=lambda: ["node1", "node2", "gpu1", "gpu2"])
 
     def run(self, *argv: str, check: bool = True) -> str:
@@ -151,18 +152,25 @@ def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]
     # munge refuses group/world-writable parents; pytest's temp dirs are 0700, fine
     lua = root / "job_submit.lua"
     # The kit's own job_submit.lua, with a partition left to Slurm for shadow-mode tests.
+    # and the bridges' wake file in the test bed (the kit's EpilogSlurmctld touches it too).
+    wake = root / "wake"
     lua.write_text(
         (KIT / "job_submit.lua")
         .read_text()
         .replace(
             "local UNMANAGED_PARTITIONS = {}", "local UNMANAGED_PARTITIONS = { shadowq = true }"
         )
+        .replace("/var/lib/cpsched-bridge/wake", str(wake))
     )
+    epilog = root / "cpsched-wake"
+    epilog.write_text(f"#!/bin/sh\nCPSCHED_WAKE_FILE={wake} exec sh {KIT / 'cpsched-wake'}\n")
+    epilog.chmod(0o755)
     env = {
         **os.environ,
         "CTLD_PORT": str(free_port()),
         "SLURMD_BASE_PORT": str(free_port_block(4)),
         "JOB_SUBMIT_LUA": str(lua),
+        "EPILOG_SLURMCTLD": str(epilog),
         "SLURM_CONF": f"{tempfile_dir}/etc/slurm.conf",
     }
     started = subprocess.run(
@@ -173,7 +181,7 @@ def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]
         timeout=600,
         check=False,
     )
-    bed = Testbed(root=root, env={**os.environ, "SLURM_CONF": env["SLURM_CONF"]})
+    bed = Testbed(root=root, env={**os.environ, "SLURM_CONF": env["SLURM_CONF"]}, wake=wake)
     try:
         if started.returncode != 0:
             _unavailable(f"start.sh failed: {started.stderr.strip()[-800:]}")

@@ -4,7 +4,7 @@ the ``slurm`` tests); states are built with the helpers below."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import httpx
@@ -70,6 +70,7 @@ class FakeCluster:
     calls: list[tuple[str, ...]] = field(default_factory=list)
     ended: list[JobView] = field(default_factory=list)
     name: str = "fake"
+    splits_tasks: bool = True
 
     def read_state(self) -> ClusterState:
         return self.state
@@ -80,7 +81,10 @@ class FakeCluster:
             jobs=[replace(j, **changes) if j.id == job_id else j for j in self.state.jobs],
         )
 
-    def start(self, job_id: str, nodes: list[str]) -> None:
+    def start(
+        self, job_id: str, allocation: Mapping[str, int], *, tasks_per_node: int | None = None
+    ) -> None:
+        nodes = list(allocation)
         self.calls.append(("start", job_id, *nodes))
         self._set(job_id, held_for_us=False, priority=1, required_nodes=tuple(nodes))
 

@@ -24,8 +24,7 @@ def make(
         cluster="test",
         state_file=tmp_path / "state.json",
         metrics_file=tmp_path / "m.prom",
-        pin_grace_s=0,
-        **settings,
+        **{"pin_grace_s": 0, **settings},
     )
     client = ServiceClient(
         "http://svc", "tok", "test", timeout_s=1, transport=httpx.MockTransport(service)
@@ -43,7 +42,7 @@ def test_active_cycle_posts_held_jobs_and_applies_starts(tmp_path: Path) -> None
     report = make(tmp_path, cluster, service).cycle()
     assert [q["id"] for q in service.dispatches[0]["queued"]] == ["1", "2"]
     assert service.dispatches[0]["dry_run"] is False
-    assert report.applied is not None and report.applied.started == {"1": ["n2"]}
+    assert report.applied is not None and report.applied.started == {"1": {"n2": 1}}
     assert cluster.calls == [("start", "1", "n2")]
 
 

@@ -90,7 +90,7 @@ def test_backend_runs_release_then_qrun_with_exact_nodes() -> None:
     backend = PbsBackend(runner=runner)
     state = backend.read_state()
     assert len(state.held) == 2
-    backend.start("1043.pbs-head", ["cn02", "cn01"])
+    backend.start("1043.pbs-head", {"cn02": 1, "cn01": 1})
     backend.extend("1042.pbs-head", 5 * 3600)
     assert runner.argvs[2:] == [
         ["qrls", "-h", "s", "1043.pbs-head"],

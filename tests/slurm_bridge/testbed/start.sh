@@ -6,6 +6,7 @@
 #   CPU_NODES / GPU_NODES: fake nodes (node1..: 4 CPUs 4000 MB; gpu1..: 8 CPUs 8000 MB gpu:2)
 #   CTLD_PORT / SLURMD_BASE_PORT: ports (the fixture picks free ones)
 #   JOB_SUBMIT_LUA: the job_submit.lua to install ("" = no external-scheduler hold)
+#   EPILOG_SLURMCTLD: a script slurmctld runs when a job ends ("" = none)
 #   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
 set -euo pipefail
 TB=${1:?usage: start.sh TESTBED_DIR}
@@ -14,6 +15,7 @@ GPU_NODES=${GPU_NODES:-2}
 CTLD_PORT=${CTLD_PORT:-16817}
 SLURMD_BASE_PORT=${SLURMD_BASE_PORT:-17001}
 JOB_SUBMIT_LUA=${JOB_SUBMIT_LUA-}
+EPILOG_SLURMCTLD=${EPILOG_SLURMCTLD-}
 HOST=$(hostname -s)
 export SLURM_CONF=$TB/etc/slurm.conf
 T0=$(date +%s%N)
@@ -107,6 +109,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$TB/log/jobcomp.txt
 $JOBSUBMIT
+${EPILOG_SLURMCTLD:+EpilogSlurmctld=$EPILOG_SLURMCTLD}
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory

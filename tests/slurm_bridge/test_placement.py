@@ -1,0 +1,262 @@
+"""Exact placement, starting jobs, every service failure's fallback, refused finished jobs
+and event-driven pacing — against a fake cluster and a scripted service (the real Slurm
+checks are in test_slurm_placement.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cpsched.slurm_bridge.apply import apply_decision, slurm_split
+from cpsched.slurm_bridge.model import ClusterState, JobShape
+from cpsched.slurm_bridge.pacing import Pacer, WakeFile
+from cpsched.slurm_bridge.snapshot import dispatch_request
+from cpsched.wire.schemas import DecisionOut
+from tests.slurm_bridge.fakes import FakeCluster, ScriptedService, decision, held, node, running
+from tests.slurm_bridge.test_loop import make
+
+TASKS = JobShape(units=5, per_unit={"cpu": 1})  # sbatch -n 5: Slurm splits the tasks
+
+
+def tasks(job_id: str, units: int = 5) -> object:
+    return held(job_id, units=units, shape=replace(TASKS, units=units))
+
+
+def cluster(*jobs: object, used: dict[str, int] | None = None) -> ClusterState:
+    names = ["a", "b", "c"]  # Slurm's node order
+    nodes = {n: node(n, cpu=4, used_cpu=(used or {}).get(n, 0)) for n in names}
+    return ClusterState(time=1000, nodes=nodes, jobs=list(jobs))  # type: ignore[arg-type]
+
+
+def apply(state: ClusterState, starts: dict[str, dict[str, int]]) -> tuple[FakeCluster, object]:
+    fake = FakeCluster(state)
+    result = apply_decision(DecisionOut.model_validate(decision(starts=starts)), state, fake)
+    return fake, result
+
+
+def test_slurm_split_is_one_per_node_then_filling_in_node_order() -> None:
+    order = {"a": 0, "b": 1, "c": 2}
+    assert slurm_split(5, {"b": 4, "a": 3}, order) == {"a": 3, "b": 2}
+    assert slurm_split(6, {"a": 4, "b": 4, "c": 4}, order) == {"a": 4, "b": 1, "c": 1}
+
+
+def test_a_task_job_starts_only_on_the_split_slurm_will_make() -> None:
+    state = cluster(tasks("x"), tasks("y"), used={"a": 1})  # a has 3 free, b 4
+    fake, result = apply(state, {"x": {"a": 3, "b": 2}})
+    assert fake.calls == [("start", "x", "a", "b")]
+    assert result.started == {"x": {"a": 3, "b": 2}}
+    # Decided 1 + 4: Slurm would fill a (first in its order) with 3 and give b 2.
+    fake, result = apply(state, {"y": {"a": 1, "b": 4}})
+    assert fake.calls == []
+    assert "Slurm would split it {'a': 3, 'b': 2}" in result.refused["y"]
+
+
+def test_a_task_job_whose_split_depends_on_slurms_order_waits_a_cycle() -> None:
+    # x fills a (3 of its 4, one-task job s takes the last): Slurm allocates the cycle's
+    # jobs in its own order, and allocated first x would take s's core. x waits; s starts.
+    state = cluster(tasks("x"), held("s"))
+    fake, result = apply(state, {"x": {"a": 3, "b": 2}, "s": {"a": 1}})
+    assert fake.calls == [("start", "s", "a")]
+    assert list(result.deferred) == ["x"]
+    assert "{'a': 4, 'b': 1} if it allocated it before" in result.deferred["x"]
+    # Two tasks on two nodes: one each whatever the order, so both start at once.
+    state = cluster(tasks("z", units=2), held("t", cpu=3))
+    fake, result = apply(state, {"t": {"a": 1}, "z": {"a": 1, "b": 1}})
+    assert [c[1] for c in fake.calls] == ["t", "z"] and not result.deferred
+
+
+def test_jobs_released_earlier_and_not_running_yet_hold_their_share() -> None:
+    released = replace(held("r", cpu=3), held_for_us=False, priority=1)
+    state = cluster(released, held("y", cpu=2))
+    fake = FakeCluster(state)
+    answer = DecisionOut.model_validate(decision(starts={"y": {"a": 1}}))
+    result = apply_decision(answer, state, fake, starting={"r": {"a": 1}})
+    assert fake.calls == []
+    assert result.refused == {"y": "node a has 1 cpu free, needs 2"}
+
+
+def test_tasks_per_node_is_passed_for_node_count_jobs() -> None:
+    per_node = JobShape(
+        units=2, per_unit={"cpu": 4}, one_unit_per_node=True, tasks_per_node=4
+    )  # sbatch -N 2 -n 8
+    seen: list[object] = []
+
+    class Recording(FakeCluster):
+        def start(self, job_id, allocation, *, tasks_per_node=None):  # type: ignore[no-untyped-def]
+            seen.append((job_id, dict(allocation), tasks_per_node))
+
+    state = cluster(held("n", units=2, shape=per_node))
+    apply_decision(
+        DecisionOut.model_validate(decision(starts={"n": {"b": 1, "a": 1}})),
+        state,
+        Recording(state),
+    )
+    assert seen == [("n", {"a": 1, "b": 1}, 4)]  # in Slurm's node order, with the cap
+
+
+def test_snapshot_sends_task_jobs_as_block_and_nodes_in_slurm_order() -> None:
+    state = cluster(tasks("x"), held("one"))
+    request, _ = dispatch_request(state, shadow=False, extensions={})
+    assert [n.name for n in request.nodes] == ["a", "b", "c"]
+    assert {j.id: j.layout for j in request.queued} == {"x": "block", "one": "any"}
+
+
+def test_a_released_job_still_pending_keeps_its_nodes_in_the_snapshot() -> None:
+    released = replace(tasks("x"), held_for_us=False, priority=1)
+    state = cluster(released, tasks("y"))
+    request, _ = dispatch_request(
+        state, shadow=False, extensions={}, starting={"x": (990, {"a": 3, "b": 2})}
+    )
+    assert [(r.id, r.start, r.allocation) for r in request.running] == [
+        ("x", 990, {"a": 3, "b": 2})
+    ]
+    assert [j.id for j in request.queued] == ["y"]
+
+
+def test_labels_with_control_characters_are_cleaned_in_snapshots() -> None:
+    state = cluster(replace(held("x"), name="bad\x01name"))
+    request, _ = dispatch_request(state, shadow=False, extensions={})
+    assert request.queued[0].name == "bad\ufffdname"
+
+
+def test_the_next_cycle_compares_where_a_job_landed_with_the_decision(tmp_path: Path) -> None:
+    job = tasks("x")
+    service = ScriptedService(answer=lambda body: decision(starts={"x": {"a": 3, "b": 2}}))
+    fake = FakeCluster(cluster(job, used={"a": 1}))
+    bridge = make(tmp_path, fake, service, pin_grace_s=60)
+    bridge.cycle()
+    # While Slurm starts it, the job is sent as running on its decided nodes.
+    service.answer = lambda body: decision()
+    bridge.cycle()
+    assert service.dispatches[-1]["running"][0]["allocation"] == {"a": 3, "b": 2}
+    # It runs on another split: logged, counted, audited.
+    fake.state = replace(
+        fake.state,
+        jobs=[running("x", {"a": 2, "b": 3}, start=1001)],
+    )
+    report = bridge.cycle()
+    assert report.misplaced == {"x": {"a": 2, "b": 3}}
+    assert bridge.metrics.counters["placement_mismatch_total"] == 1
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in audit] == ["start", "placement_mismatch"]
+    assert audit[1]["decided"] == {"a": 3, "b": 2}
+
+
+@pytest.mark.parametrize(
+    ("status", "fix"),
+    [(401, "token"), (403, "may not act"), (404, "no such cluster"), (422, "refused the data")],
+)
+def test_every_refusal_of_the_service_triggers_the_fallback(
+    tmp_path: Path, status: int, fix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeCluster(cluster(held("x")))
+    bridge = make(tmp_path, fake, ScriptedService(), fallback="release")
+    bridge.client._http._transport = httpx.MockTransport(  # type: ignore[attr-defined]
+        lambda r: httpx.Response(status, json={"error": "e", "detail": "no"})
+    )
+    with caplog.at_level(logging.WARNING):
+        report = bridge.cycle()
+    assert report.fallback == "release:1"
+    assert fake.calls == [("release", "x")]
+    refused = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(refused) == 1 and fix in refused[0].getMessage()
+    assert refused[0].fallback == "release"  # type: ignore[attr-defined]
+
+
+def test_the_first_outage_line_names_the_fallback_in_force(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeCluster(cluster(held("x")))
+    bridge = make(
+        tmp_path, fake, ScriptedService(down=True), fallback="release", fallback_after_s=60
+    )
+    with caplog.at_level(logging.WARNING):
+        report = bridge.cycle()
+    assert report.fallback == "hold"
+    text = " ".join(r.getMessage() for r in caplog.records)
+    assert "fallback=hold" not in text and "fallback=release" in text
+    assert caplog.records[0].fallback == "release after 60 s"  # type: ignore[attr-defined]
+
+
+def test_a_finished_job_the_schema_refuses_is_reported_once_and_blocks_nothing(
+    tmp_path: Path,
+) -> None:
+    good = replace(running("g", {"a": 1}), state="completed", end=1010)
+    bad = replace(running("b", {"a": 1}), state="completed", end=1010, name="x\x00y")
+    fake = FakeCluster(cluster())
+    fake.ended = [bad, good]
+    service = ScriptedService()
+    bridge = make(tmp_path, fake, service)
+    report = bridge.cycle()
+    assert [j["id"] for j in service.posted_finished] == ["g"]
+    assert set(report.finished_refused) == {"b"}
+    assert "control character" in report.finished_refused["b"]
+    again = bridge.cycle()  # not retried: it would be refused again
+    assert again.finished_refused == {} and again.notes == []
+
+
+def test_a_finished_job_the_service_refuses_is_not_sent_again(tmp_path: Path) -> None:
+    fake = FakeCluster(cluster())
+    fake.ended = [replace(running(j, {"a": 1}), state="completed", end=1010) for j in "pq"]
+    posts: list[list[str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if request.url.path.endswith("/dispatch"):
+            return httpx.Response(200, json=decision())
+        posts.append([j["id"] for j in body["jobs"]])
+        refused = [{"job_id": "p", "reason": "cannot store it"}]
+        return httpx.Response(200, json={"stored": 1, "duplicates": 0, "refused": refused})
+
+    bridge = make(tmp_path, fake, ScriptedService())
+    bridge.client._http._transport = httpx.MockTransport(handler)  # type: ignore[attr-defined]
+    report = bridge.cycle()
+    assert report.finished_refused == {"p": "cannot store it"}
+    bridge.cycle()
+    assert posts == [["p", "q"]]
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_a_touched_wake_file_starts_a_cycle_after_the_minimum_gap(tmp_path: Path) -> None:
+    wake = tmp_path / "wake"
+    wake.touch()
+    t = FakeTime()
+    pacer = Pacer(WakeFile(wake), lambda: True, t.clock, t.sleep, min_gap_s=1.0)
+    wake.write_text("x")  # a job ended: EpilogSlurmctld touched it
+    assert pacer.wait(0.0, 10.0, outage=False) == "event"
+    assert 1.0 <= t.now < 1.3
+    assert pacer.wait(t.now, 10.0, outage=False) == "periodic"  # nothing new since
+
+
+def test_during_an_outage_the_service_is_probed_and_its_return_starts_a_cycle() -> None:
+    t = FakeTime()
+    answers = iter([False, False, True])
+    pacer = Pacer(WakeFile(None), lambda: next(answers), t.clock, t.sleep, probe_s=1.0)
+    assert pacer.wait(0.0, 10.0, outage=True) == "service back"
+    assert 3.0 <= t.now < 3.3  # noticed within a probe interval of being ready
+
+
+def test_capacity_held_by_jobs_the_snapshot_does_not_carry_is_not_offered() -> None:
+    # 3 CPUs of a are used by a job of a partition left to Slurm (not in the state's jobs).
+    state = cluster(held("x"), used={"a": 3})
+    request, _ = dispatch_request(state, shadow=False, extensions={})
+    assert {n.name: n.resources["cpu"] for n in request.nodes} == {"a": 1, "b": 4, "c": 4}
+    # A running job the snapshot does carry is not counted twice.
+    state = cluster(running("r", {"a": 3}), used={"a": 3})
+    request, _ = dispatch_request(state, shadow=False, extensions={})
+    assert request.nodes[0].resources["cpu"] == 4
