@@ -1,0 +1,335 @@
+"""Live benchmark: Slurm's own backfill, then cpsched active, on one real Slurm test bed.
+
+Starts a Slurm 22.05 test bed (8 CPU nodes of 4 CPUs, 2 GPU nodes of 8 CPUs and 2 GPUs;
+tests/slurm_bridge/testbed/start.sh, root needed) and replays the same window of a real
+trace (KTH SP2 by default: 150 jobs of 1-16 CPUs, times scaled so that the submissions
+span ten minutes) three times, one run after the other:
+
+* ``slurm``: jobs go to a partition left to Slurm (not held): Slurm's backfill runs them;
+* ``easy`` and ``default``: jobs are held by the kit's job_submit.lua and started by
+  ``cpsched serve`` + the bridge in active mode (EASY with last-two, then the policy the
+  service recommends, its default), with the service stopped for 60 s two thirds
+  through the submissions (fallback "release" after 20 s).
+
+Every 10th trace job also asks for a GPU, jobs over 8 CPUs are task jobs Slurm spreads
+(``-n``), every 7th even-sized one is a two-node job (``-N 2``), and each trace user is
+mapped to one of four local users (created when missing). Prints one table and writes
+the per-run figures as JSON (``--out``). Asserts nothing.
+
+    python bench/live_slurm.py --out /tmp/live.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cpsched.cli.local_service import LocalService, free_port, write_config
+from cpsched.slurm_bridge.config import BridgeSettings
+from cpsched.slurm_bridge.factory import make_backend
+from cpsched.slurm_bridge.loop import Bridge
+from cpsched.slurm_bridge.runner import SubprocessRunner
+from cpsched.wire.client import ServiceClient
+
+REPO = Path(__file__).resolve().parents[1]
+KIT = REPO / "slurm_bridge" / "kit"
+TESTBED = REPO / "tests" / "slurm_bridge" / "testbed"
+TRACE = REPO.parent / "shared" / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+USERS = [f"cpsbench{i}" for i in range(1, 5)]
+TOKEN = "live-bench-token-0123"
+TAU = 10  # bounded-slowdown threshold, seconds (of the scaled times)
+
+
+@dataclass
+class BenchJob:
+    index: int
+    submit: float  # seconds after the run's start
+    run: int
+    limit_min: int
+    cpus: int
+    gpu: bool
+    two_nodes: bool
+    user: str
+
+
+def workload(path: Path, start: int, count: int, span_s: float) -> list[BenchJob]:
+    rows = []
+    with gzip.open(path, "rt") as handle:
+        for line in handle:
+            if line.startswith(";") or not line.strip():
+                continue
+            f = line.split()
+            rows.append((int(f[0]), int(f[1]), int(f[3]), int(f[4]), int(f[8]), int(f[11])))
+    chosen = [r for r in rows[start:] if 1 <= r[3] <= 16 and r[2] > 0][:count]
+    first, last = chosen[0][1], chosen[-1][1]
+    scale = span_s / max(1, last - first)
+    users = sorted({r[5] for r in chosen})
+    jobs = []
+    for i, (number, submit, run, procs, requested, user) in enumerate(chosen):
+        gpu = number % 10 == 0
+        cpus = min(procs, 8) if gpu else procs
+        jobs.append(
+            BenchJob(
+                index=i,
+                submit=(submit - first) * scale,
+                run=max(2, min(180, round(run * scale))),
+                limit_min=max(1, math.ceil(max(requested, run) * scale / 60)),
+                cpus=cpus,
+                gpu=gpu,
+                two_nodes=not gpu and number % 7 == 0 and cpus % 2 == 0 and cpus >= 2,
+                user=USERS[users.index(user) % len(USERS)],
+            )
+        )
+    return jobs
+
+
+def sh(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{argv}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def start_testbed(root: Path) -> dict[str, str]:
+    root.chmod(0o755)
+    for directory in root.parents:  # users must reach slurm.conf and munge's socket
+        if directory == Path("/tmp") or directory == directory.parent:
+            break
+        directory.chmod(directory.stat().st_mode | 0o001)
+    wake = root / "wake"
+    lua = root / "job_submit.lua"
+    lua.write_text(
+        (KIT / "job_submit.lua")
+        .read_text()
+        .replace(
+            "local UNMANAGED_PARTITIONS = {}", "local UNMANAGED_PARTITIONS = { shadowq = true }"
+        )
+        .replace("/var/lib/cpsched-bridge/wake", str(wake))
+    )
+    epilog = root / "cpsched-wake"
+    epilog.write_text(f"#!/bin/sh\nCPSCHED_WAKE_FILE={wake} exec sh {KIT / 'cpsched-wake'}\n")
+    epilog.chmod(0o755)
+    env = {
+        **os.environ,
+        "CPU_NODES": "8",
+        "GPU_NODES": "2",
+        "CTLD_PORT": str(free_port()),
+        "SLURMD_BASE_PORT": "27100",
+        "JOB_SUBMIT_LUA": str(lua),
+        "EPILOG_SLURMCTLD": str(epilog),
+        "WITH_RESTD": "0",
+    }
+    sh("bash", str(TESTBED / "start.sh"), str(root), env=env)
+    conf = root / "etc" / "slurm.conf"
+    conf.chmod(0o644)
+    os.environ["SLURM_CONF"] = str(conf)
+    return env
+
+
+def ensure_users() -> None:
+    for user in USERS:
+        if subprocess.run(["id", user], capture_output=True, check=False).returncode != 0:
+            sh("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user)
+
+
+def submit(job: BenchJob, partition: str) -> str:
+    options = ["-p", partition, "-J", f"kth{job.index}", "-t", str(job.limit_min)]
+    if job.two_nodes:
+        options += ["-N", "2", "-n", str(job.cpus)]
+    else:
+        options += ["-n", str(job.cpus)]
+    if job.gpu:
+        options += ["--gres=gpu:1"]
+    out = sh(
+        "runuser", "-u", job.user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}",
+        "sbatch", "--parsable", "-D", "/tmp", "-o", "/dev/null", *options,
+        "--wrap", f"sleep {job.run}",
+    )  # fmt: skip
+    return out.strip().split(";")[0]
+
+
+def rpc_total() -> int:
+    out = sh("sdiag")
+    block = out.split("Remote Procedure Call statistics by message type", 1)[-1]
+    block = block.split("Remote Procedure Call statistics by user", 1)[0]
+    return sum(int(n) for n in re.findall(r"count:(\d+)", block))
+
+
+def records(job_ids: set[str]) -> dict[str, tuple[int, int, int]]:
+    """submit, start, end of each finished job, from the jobcomp file (sacct -c)."""
+    out = sh(
+        "sacct", "-c", "-n", "-P", "-o", "jobid,submit,start,end",
+        env={**os.environ, "SLURM_TIME_FORMAT": "%s"}, check=False,
+    )  # fmt: skip
+    found = {}
+    for line in out.splitlines():
+        parts = line.split("|")
+        if len(parts) == 4 and parts[0] in job_ids and all(p.isdigit() for p in parts[1:]):
+            found[parts[0]] = (int(parts[1]), int(parts[2]), int(parts[3]))
+    return found
+
+
+def figures(rows: dict[str, tuple[int, int, int]]) -> dict[str, float]:
+    waits = [start - submit for submit, start, _ in rows.values()]
+    bsld = [
+        max(1.0, (start - submit + end - start) / max(TAU, end - start))
+        for submit, start, end in rows.values()
+    ]
+    gaps = []
+    starts = sorted(start for _, start, _ in rows.values())
+    for _, _, end in rows.values():
+        waiting = any(s <= end < st for s, st, _ in rows.values())
+        later = [s for s in starts if s >= end]
+        if waiting and later:
+            gaps.append(later[0] - end)
+    gaps.sort()
+    return {
+        "jobs": len(rows),
+        "mean_wait_s": statistics.fmean(waits),
+        "mean_bsld": statistics.fmean(bsld),
+        "max_wait_s": max(waits),
+        "end_to_start_p50_s": gaps[len(gaps) // 2] if gaps else float("nan"),
+        "end_to_start_p95_s": gaps[int(len(gaps) * 0.95)] if gaps else float("nan"),
+        "makespan_s": max(e for *_, e in rows.values()) - min(s for s, *_ in rows.values()),
+    }
+
+
+def run_once(
+    name: str, jobs: list[BenchJob], work: Path, outage_s: float
+) -> dict[str, float | str]:
+    sh("scancel", "-u", ",".join(USERS), check=False)
+    time.sleep(3)
+    sh("sdiag", "-r")
+    rpc0 = rpc_total()
+    partition = "shadowq" if name == "slurm" else "batch"
+    service = bridge = None
+    stop = threading.Event()
+    runner = None
+    state_dir = work / name
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if name != "slurm":
+        defaults: dict[str, object] = (
+            {"dispatcher": "easy", "predictor": "last-two", "allocator": "best-fit"}
+            if name == "easy"
+            else {}
+        )
+        config = write_config(
+            state_dir / "service.toml", f"sqlite:///{state_dir}/cpsched.db", TOKEN, defaults
+        )
+        service = LocalService(config, free_port(), state_dir / "service.log")
+        service.start()
+        settings = BridgeSettings(
+            service_url=service.url,
+            token=TOKEN,
+            cluster="testbed",
+            state_file=state_dir / "state.json",
+            partitions=["batch"],
+            poll_interval_s=10,
+            fallback="release",
+            fallback_after_s=20,
+            wake_file=Path(os.environ["SLURM_CONF"]).parents[1] / "wake",
+        )
+        client = ServiceClient(service.url, TOKEN, "testbed", timeout_s=settings.deadline_s)
+        bridge = Bridge(settings, make_backend(settings, SubprocessRunner()), client)
+        runner = threading.Thread(target=bridge.run, kwargs={"stop": stop.is_set}, daemon=True)
+        runner.start()
+    t0 = time.monotonic()
+    ids: dict[str, BenchJob] = {}
+    outage_at = jobs[-1].submit * 2 / 3
+    outage_done = service is None
+    for job in jobs:
+        while time.monotonic() - t0 < job.submit:
+            if not outage_done and time.monotonic() - t0 >= outage_at:
+                assert service is not None
+                print(f"  [{name}] service stopped for {outage_s:g} s", file=sys.stderr)
+                service.stop()
+                time.sleep(outage_s)
+                service.start()
+                outage_done = True
+            time.sleep(0.05)
+        ids[submit(job, partition)] = job
+    print(f"  [{name}] {len(ids)} jobs submitted", file=sys.stderr)
+    deadline = time.monotonic() + 3600
+    while time.monotonic() < deadline:
+        if not sh("squeue", "-h", "-u", ",".join(USERS), "-o", "%i").split():
+            break
+        time.sleep(2)
+    elapsed_min = (time.monotonic() - t0) / 60
+    rpcs = rpc_total() - rpc0
+    stop.set()
+    if runner is not None:
+        runner.join(timeout=30)
+    time.sleep(2)
+    rows = records(set(ids))
+    result: dict[str, float | str] = {"run": name, **figures(rows)}
+    result["rpc_per_min"] = rpcs / elapsed_min
+    if bridge is not None and service is not None:
+        audit = [
+            json.loads(line) for line in bridge.settings.audit_log_path.read_text().splitlines()
+        ]
+        result["misplaced"] = sum(e["event"] == "placement_mismatch" for e in audit)
+        result["reheld"] = sum(e["event"] == "reheld" for e in audit)
+        result["deferred"] = sum(e["event"] == "deferred" for e in audit)
+        result["fallback_periods"] = sum(e["event"] == "fallback_ended" for e in audit)
+        result["cycles"] = bridge.metrics.counters.get("cycles_total", 0)
+        service.stop()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--start", type=int, default=20000, help="first trace line used")
+    parser.add_argument("--jobs", type=int, default=150)
+    parser.add_argument("--span", type=float, default=600.0, help="submission span, seconds")
+    parser.add_argument("--runs", default="slurm,easy,default")
+    parser.add_argument("--outage", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("live_slurm.py starts slurmd and creates users: run it as root")
+    jobs = workload(args.trace, args.start, args.jobs, args.span)
+    print(
+        f"{len(jobs)} KTH jobs from line {args.start}: {sum(j.cpus > 8 for j in jobs)} over "
+        f"8 CPUs, {sum(j.gpu for j in jobs)} GPU, {sum(j.two_nodes for j in jobs)} two-node",
+        file=sys.stderr,
+    )
+    ensure_users()
+    root = Path(tempfile.mkdtemp(prefix="cpsched-live-"))
+    env = start_testbed(root)
+    results = []
+    try:
+        for name in args.runs.split(","):
+            results.append(run_once(name, jobs, root / "runs", args.outage))
+            args.out.write_text(json.dumps(results, indent=1))
+    finally:
+        sh("bash", str(TESTBED / "stop.sh"), str(root), env=env, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+    keys = [k for k in results[0] if k != "run"] + [
+        k for r in results[1:] for k in r if k not in results[0]
+    ]
+    keys = list(dict.fromkeys(keys))
+    print(f"{'':22}" + "".join(f"{r['run']:>12}" for r in results))
+    for key in keys:
+        cells = []
+        for r in results:
+            value = r.get(key, "-")
+            cells.append(f"{value:>12.2f}" if isinstance(value, float) else f"{value!s:>12}")
+        print(f"{key:22}" + "".join(cells))
+
+
+if __name__ == "__main__":
+    main()
