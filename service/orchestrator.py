@@ -81,6 +81,9 @@ class Orchestrator:
             with self.sessions() as session:
                 rows = history.history(session, cluster_id)
                 runtime.observe(_wire(row) for row in rows)
+                errors = history.start_prediction_errors(session, cluster_id)
+            for predictor, error in errors:  # the metric survives a restart
+                self.metrics.prediction_error.labels(cluster, predictor).observe(error)
             if runtime.observed:
                 log.info(
                     "cluster %s: predictor rebuilt from %d finished jobs in %.2f s",

@@ -154,6 +154,19 @@ def predictions_of(session: Session, cluster: int, job_id: str) -> list[Predicti
     )
 
 
+def start_prediction_errors(session: Session, cluster: int) -> list[tuple[str, int]]:
+    """``(predictor, |real - predicted at start|)`` of every finished job predicted at its
+    start: what the prediction-error metric is rebuilt from after a restart."""
+    rows = session.execute(
+        select(PredictionRow.predictor, PredictionRow.actual, PredictionRow.predicted).where(
+            PredictionRow.cluster_id == cluster,
+            PredictionRow.kind == "start",
+            PredictionRow.actual.is_not(None),
+        )
+    )
+    return [(predictor, abs(actual - predicted)) for predictor, actual, predicted in rows]
+
+
 def start_predictions(session: Session, cluster: int, job_ids: Sequence[str]) -> dict[str, int]:
     """Predictions made when these jobs started (to rebuild durations after a restart)."""
     if not job_ids:

@@ -144,6 +144,28 @@ def test_predictor_learns_and_is_rebuilt_from_history(make_client):
     assert decision["starts"][0]["predicted_run_time"] == 150
 
 
+def test_the_prediction_error_metric_is_rebuilt_from_history_at_start(make_client):
+    client = make_client()
+    dispatch(client, snapshot(queued=[job("q1"), job("q2")]))  # both start: predicted
+    batch = {"jobs": [finished("q1", 1000, 1100), finished("q2", 1000, 1300)]}
+    client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
+    labels = '{cluster="c1",predictor="last-two"}'
+
+    def error_metric(text: str) -> list[str]:
+        return [
+            line
+            for line in text.splitlines()
+            if line.startswith("cpsched_prediction_abs_error_seconds_") and labels in line
+        ]
+
+    before = error_metric(client.get("/metrics").text)
+    assert f"cpsched_prediction_abs_error_seconds_count{labels} 2.0" in before
+    restarted = make_client()
+    restarted.get("/v1/clusters/c1/jobs/q1", headers=AUTH)  # first use: rebuilt now
+    after = error_metric(restarted.get("/metrics").text)
+    assert [x for x in after if "_created" not in x] == [x for x in before if "_created" not in x]
+
+
 def test_killed_jobs_do_not_teach_the_predictor(client):
     batch = {"jobs": [finished("j1", 0, 100), finished("j2", 0, 50, state="timeout")]}
     client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
