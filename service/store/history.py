@@ -164,7 +164,11 @@ def start_prediction_errors(session: Session, cluster: int) -> list[tuple[str, i
             PredictionRow.actual.is_not(None),
         )
     )
-    return [(predictor, abs(actual - predicted)) for predictor, actual, predicted in rows]
+    return [
+        (predictor, abs(actual - predicted))
+        for predictor, actual, predicted in rows
+        if actual is not None  # (the query's filter; for the type checker)
+    ]
 
 
 def start_predictions(session: Session, cluster: int, job_ids: Sequence[str]) -> dict[str, int]:
