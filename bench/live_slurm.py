@@ -161,11 +161,12 @@ def submit(job: BenchJob, partition: str) -> str:
     return out.strip().split(";")[0]
 
 
-def rpc_total() -> int:
+def rpc_counts() -> dict[str, int]:
+    """slurmctld's RPC counts by message type since the last ``sdiag -r``."""
     out = sh("sdiag")
     block = out.split("Remote Procedure Call statistics by message type", 1)[-1]
     block = block.split("Remote Procedure Call statistics by user", 1)[0]
-    return sum(int(n) for n in re.findall(r"count:(\d+)", block))
+    return {kind: int(n) for kind, n in re.findall(r"(\w+)\s+\(\s*\d+\)\s+count:(\d+)", block)}
 
 
 def records(job_ids: set[str]) -> dict[str, tuple[int, int, int]]:
@@ -213,7 +214,6 @@ def run_once(
     sh("scancel", "-u", ",".join(USERS), check=False)
     time.sleep(3)
     sh("sdiag", "-r")
-    rpc0 = rpc_total()
     partition = "shadowq" if name == "slurm" else "batch"
     service = bridge = None
     stop = threading.Event()
@@ -266,16 +266,20 @@ def run_once(
     while time.monotonic() < deadline:
         if not sh("squeue", "-h", "-u", ",".join(USERS), "-o", "%i").split():
             break
-        time.sleep(2)
+        time.sleep(5)
     elapsed_min = (time.monotonic() - t0) / 60
-    rpcs = rpc_total() - rpc0
+    rpcs = rpc_counts()
     stop.set()
     if runner is not None:
         runner.join(timeout=30)
     time.sleep(2)
     rows = records(set(ids))
     result: dict[str, float | str] = {"run": name, **figures(rows)}
-    result["rpc_per_min"] = rpcs / elapsed_min
+    # The benchmark's own squeue (every 5 s once all are submitted) and sbatch calls are in both kinds of run.
+    result["rpc_per_min"] = sum(rpcs.values()) / elapsed_min
+    result["job_info_per_min"] = rpcs.get("REQUEST_JOB_INFO", 0) / elapsed_min
+    result["node_info_per_min"] = rpcs.get("REQUEST_NODE_INFO", 0) / elapsed_min
+    result["rpcs"] = json.dumps(rpcs, sort_keys=True)
     if bridge is not None and service is not None:
         audit = [
             json.loads(line) for line in bridge.settings.audit_log_path.read_text().splitlines()
@@ -318,9 +322,7 @@ def main() -> None:
     finally:
         sh("bash", str(TESTBED / "stop.sh"), str(root), env=env, check=False)
         shutil.rmtree(root, ignore_errors=True)
-    keys = [k for k in results[0] if k != "run"] + [
-        k for r in results[1:] for k in r if k not in results[0]
-    ]
+    keys = [k for r in results for k in r if k not in {"run", "rpcs"}]
     keys = list(dict.fromkeys(keys))
     print(f"{'':22}" + "".join(f"{r['run']:>12}" for r in results))
     for key in keys:

@@ -106,21 +106,32 @@ def _add(taken: dict[str, Amounts], job: JobView, allocation: Mapping[str, int],
             row[resource] = row.get(resource, 0) + sign * amount * units
 
 
+def _sum(*parts: dict[str, Amounts]) -> dict[str, Amounts]:
+    total: dict[str, Amounts] = {}
+    for part in parts:
+        for name, row in part.items():
+            into = total.setdefault(name, {})
+            for resource, amount in row.items():
+                into[resource] = into.get(resource, 0) + amount
+    return total
+
+
 def split_problem(
     job: JobView,
     allocation: dict[str, int],
     state: ClusterState,
-    taken: dict[str, Amounts],
-    others: dict[str, Amounts],
+    *,
+    promised: dict[str, Amounts],
+    beside: dict[str, Amounts],
 ) -> tuple[str, str] | None:
     """Whether Slurm splits this task job as decided, as ``("refuse" | "defer", why)``.
 
-    ``taken`` is held already (jobs released earlier and not running yet, and this
-    cycle's earlier starts); ``others`` is what this cycle's other starts will hold.
-    Slurm allocates a cycle's released jobs in its own priority order: the split must
-    come out as decided both if it allocates this job before all of them and after all
-    of them (then in any order, as the split is monotone in each node's room). If only
-    the latter holds, the job waits one cycle, for the others to run first.
+    ``promised`` is held by jobs released in earlier cycles and not running yet;
+    ``beside`` by this cycle's other starts. Slurm allocates a cycle's released jobs in
+    its own priority order: the split must come out as decided both if it allocates this
+    job before all of them and after all of them (then in any order, as the split is
+    monotone in each node's room). If only the latter holds, the job waits one cycle,
+    for the others to run first.
     """
     order = node_order(state)
 
@@ -128,19 +139,22 @@ def split_problem(
         fits = {name: _fits(job, _room(state.nodes[name], held)) for name in allocation}
         return slurm_split(job.shape.units, fits, order)
 
-    everything: dict[str, Amounts] = {}
-    for part in (taken, others):
-        for name, row in part.items():
-            into = everything.setdefault(name, {})
-            for resource, amount in row.items():
-                into[resource] = into.get(resource, 0) + amount
-    last = split(everything)
+    last = split(_sum(promised, beside))
     if last != allocation:
         return "refuse", f"Slurm would split it {last}, not as decided {allocation}"
-    first = split(taken)
+    first = split(promised)
     if first != allocation:
         return "defer", f"Slurm would split it {first} if it allocated it before the jobs "
         "starting beside it; it starts once they run"
+    return None
+
+
+def _ending_on(state: ClusterState, allocation: Mapping[str, int]) -> str | None:
+    """A job still completing on one of these nodes: the room there grows any moment,
+    and Slurm's split with it (a cycle woken by a job's end sees exactly this)."""
+    for job in state.running:
+        if job.ending and not allocation.keys().isdisjoint(job.allocation):
+            return job.id
     return None
 
 
@@ -154,28 +168,35 @@ def apply_decision(
     earlier cycles that Slurm has not run yet (job → units per node): their resources
     are not in Slurm's figures yet, but are promised."""
     result = ApplyResult()
-    taken: dict[str, Amounts] = {}
+    promised: dict[str, Amounts] = {}  # released earlier, not running yet
     for job_id, allocation in (starting or {}).items():
         pending = state.job(job_id)
         if pending is not None and pending.state == "pending" and not pending.held_for_us:
-            _add(taken, pending, allocation, 1)
-    order = node_order(state)
-    this_cycle: dict[str, Amounts] = {}
+            _add(promised, pending, allocation, 1)
+    started_here: dict[str, Amounts] = {}  # what this cycle started so far
+    upcoming: dict[str, Amounts] = {}  # this cycle's starts not yet applied
     for start in decision.starts:
-        other = state.job(start.job_id)
-        if other is not None:
-            _add(this_cycle, other, start.allocation, 1)
+        if (other := state.job(start.job_id)) is not None:
+            _add(upcoming, other, start.allocation, 1)
+    order = node_order(state)
     for start in decision.starts:
         job = state.job(start.job_id)
-        why = check_start(job, start.allocation, state, taken)
+        if job is not None:
+            _add(upcoming, job, start.allocation, -1)
+        why = check_start(job, start.allocation, state, _sum(promised, started_here))
         if why is not None or job is None:
             result.refused[start.job_id] = why or "unknown job"
             log.warning("start refused", extra={"job": start.job_id, "why": why})
             continue
         if backend.splits_tasks and job.shape.laid_out_by_slurm and len(start.allocation) > 1:
-            _add(this_cycle, job, start.allocation, -1)  # the others, not itself
-            problem = split_problem(job, start.allocation, state, taken, this_cycle)
-            _add(this_cycle, job, start.allocation, 1)
+            ending = _ending_on(state, start.allocation)
+            if ending is not None:
+                why = f"job {ending} is leaving its nodes; the split would change"
+                result.deferred[job.id] = why
+                log.info("start deferred", extra={"job": job.id, "why": why})
+                continue
+            beside = _sum(started_here, upcoming)
+            problem = split_problem(job, start.allocation, state, promised=promised, beside=beside)
             if problem is not None:
                 verdict, why = problem
                 (result.deferred if verdict == "defer" else result.refused)[job.id] = why
@@ -192,7 +213,7 @@ def apply_decision(
             result.failed[job.id] = str(exc)
             log.error("start failed", extra={"job": job.id, "error": str(exc)})
             continue
-        _add(taken, job, start.allocation, 1)
+        _add(started_here, job, start.allocation, 1)
         result.started[job.id] = dict(start.allocation)
         log.info("started", extra={"job": job.id, "allocation": start.allocation})
     for extension in decision.extensions:

@@ -391,9 +391,10 @@ class Bridge:
                 continue
             failures = 0
             log.info("cycle", extra=_summary(report))
-            woke = pacer.wait(
-                started, self.settings.poll_interval_s, outage=report.service_error is not None
-            )
+            # Deferred starts are planned again as soon as the cycle gap allows.
+            deferred = report.applied is not None and bool(report.applied.deferred)
+            delay = self.settings.min_cycle_gap_s if deferred else self.settings.poll_interval_s
+            woke = pacer.wait(started, delay, outage=report.service_error is not None)
             self.metrics.inc(f'cycles_started_total{{by="{woke}"}}')
 
 

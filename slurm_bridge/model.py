@@ -68,6 +68,7 @@ class JobView:
     start: int | None = None
     end: int | None = None
     allocation: dict[str, int] = field(default_factory=dict)  # node → units (running)
+    ending: bool = False  # running, but ended: Slurm is cleaning its nodes (COMPLETING)
     required_nodes: tuple[str, ...] = ()
 
 

@@ -21,6 +21,7 @@ from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
 log = logging.getLogger("slurm_bridge.slurm")
 
 EPOCH_TIMES = {"SLURM_TIME_FORMAT": "%s"}
+PARTITIONS_TTL_S = 60.0
 
 
 @dataclass
@@ -36,16 +37,24 @@ class SlurmBackend:
     name: str = "slurm"
     splits_tasks: bool = True
     _finished_source_found: str | None = None
+    _limits: tuple[float, dict[str, int | None]] | None = None
 
     def _cmd(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
 
     # ---- reading ---------------------------------------------------------------
+    def _partition_limits(self) -> dict[str, int | None]:
+        """Partitions' MaxTime, read once a minute: they change by hand, rarely, and the
+        read is one more RPC to slurmctld per cycle otherwise."""
+        now = time.monotonic()
+        if self._limits is None or now - self._limits[0] >= PARTITIONS_TTL_S:
+            text = self.runner.run([self._cmd("scontrol"), "-o", "show", "partition"])
+            self._limits = (now, partition_max_minutes(text))
+        return self._limits[1]
+
     def read_state(self) -> ClusterState:
         now = int(time.time())
-        limits = partition_max_minutes(
-            self.runner.run([self._cmd("scontrol"), "-o", "show", "partition"])
-        )
+        limits = self._partition_limits()
         notes: list[str] = []
         if self.source == "rest" and self.rest is not None:
             nodes_doc, jobs_doc = self.rest.nodes(), self.rest.jobs()

@@ -28,6 +28,12 @@ def job_state(slurm_state: str) -> str:
     return _END_STATES.get(state, "other")
 
 
+def is_ending(slurm_state: str) -> bool:
+    """COMPLETING: the job has ended and its nodes are being cleaned up; it still holds
+    them (so it is sent as running), but they are about to be free."""
+    return slurm_state.strip().upper().startswith("COMPLETING")
+
+
 def node_state(state: str, flags: list[str] | tuple[str, ...] = ()) -> NodeStateName:
     """A node's Slurm state (``idle``, ``mixed+drain``, ``down*``...) → the wire's state."""
     words = {w.strip("*~#!%$@^-").upper() for w in re.split(r"[+ ]", state) if w}

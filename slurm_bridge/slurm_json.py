@@ -9,7 +9,7 @@ from typing import Any
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobView, NodeView
-from cpsched.slurm_bridge.slurm_common import job_state, memory_mib, node_state
+from cpsched.slurm_bridge.slurm_common import is_ending, job_state, memory_mib, node_state
 from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
 
 Doc = Mapping[str, Any]
@@ -123,6 +123,7 @@ def parse_job(
         tagged=tagged,
         priority=priority,
         reason=str(raw.get("state_reason") or ""),
+        ending=is_ending(str(raw.get("job_state", ""))),
         start=start if state != "pending" and start else None,
         end=end if state not in {"pending", "running"} and end else None,
         allocation=allocation,

@@ -15,6 +15,7 @@ from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobView, NodeView
 from cpsched.slurm_bridge.slurm_common import (
+    is_ending,
     job_state,
     memory_mib,
     node_state,
@@ -208,6 +209,7 @@ def parse_jobs(
                 tagged=tagged,
                 priority=priority,
                 reason=row["Reason"],
+                ending=is_ending(row["State"]),
                 start=_epoch(row["StartTime"]) if state != "pending" else None,
                 end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
                 allocation=units_on_nodes(shape, dict.fromkeys(nodes, cpus_each))

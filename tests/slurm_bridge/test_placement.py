@@ -70,6 +70,16 @@ def test_a_task_job_whose_split_depends_on_slurms_order_waits_a_cycle() -> None:
     assert [c[1] for c in fake.calls] == ["t", "z"] and not result.deferred
 
 
+def test_a_task_job_beside_a_completing_job_waits_for_its_nodes_to_settle() -> None:
+    # A cycle woken by a job's end sees it COMPLETING: its core frees any moment, and
+    # Slurm would then fill a further than decided.
+    leaving = replace(running("done", {"a": 1}), ending=True)
+    state = cluster(tasks("x"), leaving, used={"a": 1})
+    fake, result = apply(state, {"x": {"a": 3, "b": 2}})
+    assert fake.calls == []
+    assert result.deferred == {"x": "job done is leaving its nodes; the split would change"}
+
+
 def test_jobs_released_earlier_and_not_running_yet_hold_their_share() -> None:
     released = replace(held("r", cpu=3), held_for_us=False, priority=1)
     state = cluster(released, held("y", cpu=2))
