@@ -275,7 +275,8 @@ def run_once(
     time.sleep(2)
     rows = records(set(ids))
     result: dict[str, float | str] = {"run": name, **figures(rows)}
-    # The benchmark's own squeue (every 5 s once all are submitted) and sbatch calls are in both kinds of run.
+    # The benchmark's own sbatch and squeue calls (every 5 s once all are submitted) are
+    # in every run alike.
     result["rpc_per_min"] = sum(rpcs.values()) / elapsed_min
     result["job_info_per_min"] = rpcs.get("REQUEST_JOB_INFO", 0) / elapsed_min
     result["node_info_per_min"] = rpcs.get("REQUEST_NODE_INFO", 0) / elapsed_min
