@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from cpsched.cli.local_service import LocalService, free_port, write_config
@@ -169,17 +170,22 @@ def rpc_counts() -> dict[str, int]:
     return {kind: int(n) for kind, n in re.findall(r"(\w+)\s+\(\s*\d+\)\s+count:(\d+)", block)}
 
 
-def records(job_ids: set[str]) -> dict[str, tuple[int, int, int]]:
-    """submit, start, end of each finished job, from the jobcomp file (sacct -c)."""
-    out = sh(
-        "sacct", "-c", "-n", "-P", "-o", "jobid,submit,start,end",
-        env={**os.environ, "SLURM_TIME_FORMAT": "%s"}, check=False,
-    )  # fmt: skip
+def records(jobcomp: Path, job_ids: set[str]) -> dict[str, tuple[int, int, int]]:
+    """submit, start, end of each finished job, from the jobcomp file (one line per job;
+    ``sacct -c`` prints the start time as the submit time in 22.05, so it is read here)."""
     found = {}
-    for line in out.splitlines():
-        parts = line.split("|")
-        if len(parts) == 4 and parts[0] in job_ids and all(p.isdigit() for p in parts[1:]):
-            found[parts[0]] = (int(parts[1]), int(parts[2]), int(parts[3]))
+    for line in jobcomp.read_text().splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        if fields.get("JobId") not in job_ids:
+            continue
+        try:
+            times = [
+                int(datetime.fromisoformat(fields[key]).timestamp())
+                for key in ("SubmitTime", "StartTime", "EndTime")
+            ]
+        except (KeyError, ValueError):
+            continue
+        found[fields["JobId"]] = (times[0], times[1], times[2])
     return found
 
 
@@ -273,7 +279,7 @@ def run_once(
     if runner is not None:
         runner.join(timeout=30)
     time.sleep(2)
-    rows = records(set(ids))
+    rows = records(Path(os.environ["SLURM_CONF"]).parents[1] / "log" / "jobcomp.txt", set(ids))
     result: dict[str, float | str] = {"run": name, **figures(rows)}
     # The benchmark's own sbatch and squeue calls (every 5 s once all are submitted) are
     # in every run alike.

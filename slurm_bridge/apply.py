@@ -144,8 +144,10 @@ def split_problem(
         return "refuse", f"Slurm would split it {last}, not as decided {allocation}"
     first = split(promised)
     if first != allocation:
-        return "defer", f"Slurm would split it {first} if it allocated it before the jobs "
-        "starting beside it; it starts once they run"
+        return "defer", (
+            f"Slurm would split it {first} if it allocated it before the jobs starting "
+            "beside it; it starts once they run"
+        )
     return None
 
 

@@ -21,10 +21,12 @@ KEEP_DELIVERED_S = 14 * 86400
 
 @dataclass
 class Pin:
-    """A job released onto the nodes of ``allocation`` (units per node) at ``at``."""
+    """A job released onto the nodes of ``allocation`` (units per node, each unit needing
+    ``per_unit``) at ``at``."""
 
     at: float
     allocation: dict[str, int] = field(default_factory=dict)
+    per_unit: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -67,7 +69,12 @@ def _pin(raw: dict) -> Pin:
     # Files of earlier versions kept only the nodes: such a pin has no allocation, and
     # is then neither sent as starting nor checked for where it landed.
     allocation = raw.get("allocation") or {}
-    return Pin(at=float(raw["at"]), allocation={str(n): int(u) for n, u in allocation.items()})
+    per_unit = raw.get("per_unit") or {}
+    return Pin(
+        at=float(raw["at"]),
+        allocation={str(n): int(u) for n, u in allocation.items()},
+        per_unit={str(r): int(a) for r, a in per_unit.items()},
+    )
 
 
 def save(path: Path, state: BridgeState) -> None:

@@ -56,7 +56,7 @@ def test_kit_lua_tag_matches_the_default_setting() -> None:
 def test_state_file_round_trip_and_atomic_replace(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "state.json"
     book = bookkeeping.BridgeState(delivered={"1": 100}, extensions={"2": 1})
-    book.pinned["3"] = bookkeeping.Pin(at=5.0, allocation={"n1": 2})
+    book.pinned["3"] = bookkeeping.Pin(at=5.0, allocation={"n1": 2}, per_unit={"cpu": 1})
     bookkeeping.save(path, book)
     assert bookkeeping.load(path) == book
     assert [p.name for p in path.parent.iterdir()] == ["state.json"]  # no temp file left

@@ -150,11 +150,29 @@ def test_the_next_cycle_compares_where_a_job_landed_with_the_decision(tmp_path: 
         jobs=[running("x", {"a": 2, "b": 3}, start=1001)],
     )
     report = bridge.cycle()
-    assert report.misplaced == {"x": {"a": 2, "b": 3}}
+    assert report.misplaced == {"x": {"a": 2, "b": 3}}  # 3 CPUs on b, 2 were decided
     assert bridge.metrics.counters["placement_mismatch_total"] == 1
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [e["event"] for e in audit] == ["start", "placement_mismatch"]
     assert audit[1]["decided"] == {"a": 3, "b": 2}
+
+
+def test_a_node_count_job_running_its_even_split_is_where_it_was_decided(
+    tmp_path: Path,
+) -> None:
+    # -N 2 -n 7: decided one unit (4 CPUs) per node; Slurm runs 4 + 3 and reports it as
+    # seven tasks. Less than decided on a node is not a mismatch; more would be.
+    shape = JobShape(units=2, per_unit={"cpu": 4}, one_unit_per_node=True, tasks_per_node=4)
+    service = ScriptedService(answer=lambda body: decision(starts={"n": {"a": 1, "b": 1}}))
+    fake = FakeCluster(cluster(held("n", units=2, shape=shape)))
+    bridge = make(tmp_path, fake, service)
+    bridge.cycle()
+    as_tasks = JobShape(units=7, per_unit={"cpu": 1})
+    fake.state = replace(
+        fake.state,
+        jobs=[replace(running("n", {"a": 4, "b": 3}, start=1001), shape=as_tasks)],
+    )
+    assert bridge.cycle().misplaced == {}
 
 
 @pytest.mark.parametrize(
