@@ -127,11 +127,11 @@ def split_problem(
     """Whether Slurm splits this task job as decided, as ``("refuse" | "defer", why)``.
 
     ``promised`` is held by jobs released in earlier cycles and not running yet;
-    ``beside`` by this cycle's other starts. Slurm allocates a cycle's released jobs in
-    its own priority order: the split must come out as decided both if it allocates this
-    job before all of them and after all of them (then in any order, as the split is
-    monotone in each node's room). If only the latter holds, the job waits one cycle,
-    for the others to run first.
+    ``beside`` by this cycle's other starts. Slurm allocates the released jobs that wait
+    in its own priority order, those of earlier cycles included: the split must come
+    out as decided both if it allocates this job before all of them and after all of
+    them (then in any order, as the split is monotone in each node's room). If only the
+    latter holds, the job waits one cycle, for the others to run first.
     """
     order = node_order(state)
 
@@ -142,7 +142,7 @@ def split_problem(
     last = split(_sum(promised, beside))
     if last != allocation:
         return "refuse", f"Slurm would split it {last}, not as decided {allocation}"
-    first = split(promised)
+    first = split({})
     if first != allocation:
         return "defer", (
             f"Slurm would split it {first} if it allocated it before the jobs starting "

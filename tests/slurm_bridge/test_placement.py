@@ -80,6 +80,17 @@ def test_a_task_job_beside_a_completing_job_waits_for_its_nodes_to_settle() -> N
     assert result.deferred == {"x": "job done is leaving its nodes; the split would change"}
 
 
+def test_a_task_job_beside_a_job_released_earlier_waits_until_that_one_runs() -> None:
+    # r, released last cycle, still pending on a: Slurm may allocate x first (priority
+    # order), and x would then take r's core. x waits until r runs.
+    released = replace(held("r"), held_for_us=False, priority=1)
+    state = cluster(tasks("x"), released)
+    fake = FakeCluster(state)
+    answer = DecisionOut.model_validate(decision(starts={"x": {"a": 3, "b": 2}}))
+    result = apply_decision(answer, state, fake, starting={"r": {"a": 1}})
+    assert fake.calls == [] and list(result.deferred) == ["x"]
+
+
 def test_jobs_released_earlier_and_not_running_yet_hold_their_share() -> None:
     released = replace(held("r", cpu=3), held_for_us=False, priority=1)
     state = cluster(released, held("y", cpu=2))
