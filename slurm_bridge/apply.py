@@ -6,9 +6,12 @@ figures, minus what this cycle already started), the allocation has a shape the 
 can take (one node for a single-node job, distinct nodes for a one-unit-per-node job),
 and Slurm will lay it out exactly as decided. Slurm splits a task job pinned to several
 nodes itself (:func:`slurm_split`): the start goes ahead only when that split is the
-decided one whatever order Slurm allocates the cycle's jobs in (:func:`split_problem`);
-a task job whose split depends on that order waits one cycle (deferred). Anything
-refused or deferred stays held and is planned again next cycle.
+decided one whatever order Slurm allocates the waiting jobs in (:func:`slurm_split_now`);
+a task job whose split depends on that order waits one cycle (deferred). When the split
+is known but differs from the decided one (the service read the nodes a little
+differently), the job is started as Slurm will split it, on the same nodes and within
+the room no other start uses, and the adjustment is reported. Anything refused or
+deferred stays held and is planned again next cycle.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ class ApplyResult:
     started: dict[str, dict[str, int]] = field(default_factory=dict)  # job → units per node
     refused: dict[str, str] = field(default_factory=dict)  # job → why
     deferred: dict[str, str] = field(default_factory=dict)  # job → why (next cycle)
+    adjusted: dict[str, tuple[dict[str, int], dict[str, int]]] = field(
+        default_factory=dict
+    )  # job → (decided, Slurm's split it was started with)
     extended: dict[str, int] = field(default_factory=dict)  # job → new limit (s)
     failed: dict[str, str] = field(default_factory=dict)  # job → command error
 
@@ -116,22 +122,22 @@ def _sum(*parts: dict[str, Amounts]) -> dict[str, Amounts]:
     return total
 
 
-def split_problem(
+def slurm_split_now(
     job: JobView,
     allocation: dict[str, int],
     state: ClusterState,
     *,
     promised: dict[str, Amounts],
     beside: dict[str, Amounts],
-) -> tuple[str, str] | None:
-    """Whether Slurm splits this task job as decided, as ``("refuse" | "defer", why)``.
+) -> dict[str, int] | None:
+    """The split Slurm will give this task job on the decided nodes, or None when it
+    depends on the order Slurm allocates the waiting jobs in.
 
     ``promised`` is held by jobs released in earlier cycles and not running yet;
     ``beside`` by this cycle's other starts. Slurm allocates the released jobs that wait
-    in its own priority order, those of earlier cycles included: the split must come
-    out as decided both if it allocates this job before all of them and after all of
-    them (then in any order, as the split is monotone in each node's room). If only the
-    latter holds, the job waits one cycle, for the others to run first.
+    in its own priority order, those of earlier cycles included: the split is known only
+    if it comes out the same whether it allocates this job before all of them or after
+    all of them (then in any order: the split is monotone in each node's room).
     """
     order = node_order(state)
 
@@ -140,15 +146,7 @@ def split_problem(
         return slurm_split(job.shape.units, fits, order)
 
     last = split(_sum(promised, beside))
-    if last != allocation:
-        return "refuse", f"Slurm would split it {last}, not as decided {allocation}"
-    first = split({})
-    if first != allocation:
-        return "defer", (
-            f"Slurm would split it {first} if it allocated it before the jobs starting "
-            "beside it; it starts once they run"
-        )
-    return None
+    return last if split({}) == last else None
 
 
 def _ending_on(state: ClusterState, allocation: Mapping[str, int]) -> str | None:
@@ -158,6 +156,27 @@ def _ending_on(state: ClusterState, allocation: Mapping[str, int]) -> str | None
         if job.ending and not allocation.keys().isdisjoint(job.allocation):
             return job.id
     return None
+
+
+def _task_split(
+    job: JobView,
+    allocation: dict[str, int],
+    state: ClusterState,
+    promised: dict[str, Amounts],
+    beside: dict[str, Amounts],
+) -> tuple[dict[str, int] | None, str]:
+    """The split a task job pinned to these nodes will run with, or None and why it
+    must wait a cycle. A split other than the decided one means the service read the
+    nodes a little differently (its figures are this bridge's reading of Slurm's):
+    Slurm's split, on the same nodes and within the room no other start uses, is what
+    will run, so the job is started as that (and the adjustment reported)."""
+    ending = _ending_on(state, allocation)
+    if ending is not None:
+        return None, f"job {ending} is leaving its nodes; the split would change"
+    split = slurm_split_now(job, allocation, state, promised=promised, beside=beside)
+    if split is None:
+        return None, "Slurm's split depends on the jobs starting beside it; waits for them"
+    return split, ""
 
 
 def apply_decision(
@@ -191,23 +210,20 @@ def apply_decision(
             log.warning("start refused", extra={"job": start.job_id, "why": why})
             continue
         if backend.splits_tasks and job.shape.laid_out_by_slurm and len(start.allocation) > 1:
-            ending = _ending_on(state, start.allocation)
-            if ending is not None:
-                why = f"job {ending} is leaving its nodes; the split would change"
+            split, why = _task_split(
+                job, start.allocation, state, promised, _sum(started_here, upcoming)
+            )
+            if split is None:
                 result.deferred[job.id] = why
                 log.info("start deferred", extra={"job": job.id, "why": why})
                 continue
-            beside = _sum(started_here, upcoming)
-            problem = split_problem(job, start.allocation, state, promised=promised, beside=beside)
-            if problem is not None:
-                verdict, why = problem
-                (result.deferred if verdict == "defer" else result.refused)[job.id] = why
+            if split != start.allocation:
+                result.adjusted[job.id] = (dict(start.allocation), split)
                 log.warning(
-                    "start %s",
-                    "deferred" if verdict == "defer" else "refused",
-                    extra={"job": job.id, "why": why},
+                    "start adjusted to Slurm's split",
+                    extra={"job": job.id, "decided": start.allocation, "split": split},
                 )
-                continue
+                start = start.model_copy(update={"allocation": split})
         in_order = {n: start.allocation[n] for n in sorted(start.allocation, key=order.__getitem__)}
         try:
             backend.start(job.id, in_order, tasks_per_node=job.shape.tasks_per_node)

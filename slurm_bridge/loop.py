@@ -145,6 +145,8 @@ class Bridge:
             self.audit.record(state.time, "refused", job=job_id, why=why)
         for job_id, why in result.deferred.items():
             self.audit.record(state.time, "deferred", job=job_id, why=why)
+        for job_id, (decided, split) in result.adjusted.items():
+            self.audit.record(state.time, "adjusted", job=job_id, decided=decided, split=split)
         for job_id, why in result.failed.items():
             self.audit.record(state.time, "command_failed", job=job_id, error=why)
         for job_id, limit in result.extended.items():
@@ -152,6 +154,7 @@ class Bridge:
             self.audit.record(state.time, "extended", job=job_id, limit_s=limit)
         self.metrics.inc("jobs_started_total", len(result.started))
         self.metrics.inc("starts_deferred_total", len(result.deferred))
+        self.metrics.inc("starts_adjusted_total", len(result.adjusted))
         self.metrics.inc("extensions_total", len(result.extended))
         self.metrics.inc("starts_refused_total", len(result.refused))
         self.metrics.inc("command_failures_total", len(result.failed))

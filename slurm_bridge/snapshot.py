@@ -119,6 +119,12 @@ def dispatch_request(
                 extensions=extensions.get(job.id, 0),
             )
         )
+    # What Slurm counts on each node but the snapshot does not carry, from the jobs Slurm
+    # runs (not from the starting ones below, which Slurm does not count yet).
+    nodes = [
+        NodeIn(name=n.name, resources={**_usable(n, running), NODE_SLOT: 1}, state=n.state)
+        for n in state.nodes.values()
+    ]
     for job_id, (since, allocation) in (starting or {}).items():
         pending = state.job(job_id)
         if pending is None or pending.state != "pending" or pending.held_for_us or not allocation:
@@ -137,10 +143,6 @@ def dispatch_request(
     queued = [
         JobIn(**_job_fields(j, splits_tasks=splits_tasks))
         for j in queued_jobs(state, shadow=shadow)
-    ]
-    nodes = [
-        NodeIn(name=n.name, resources={**_usable(n, running), NODE_SLOT: 1}, state=n.state)
-        for n in state.nodes.values()
     ]
     return (
         DispatchRequest(

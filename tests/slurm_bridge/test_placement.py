@@ -50,10 +50,12 @@ def test_a_task_job_starts_only_on_the_split_slurm_will_make() -> None:
     fake, result = apply(state, {"x": {"a": 3, "b": 2}})
     assert fake.calls == [("start", "x", "a", "b")]
     assert result.started == {"x": {"a": 3, "b": 2}}
-    # Decided 1 + 4: Slurm would fill a (first in its order) with 3 and give b 2.
+    # Decided 1 + 4: Slurm will fill a (first in its order) with 3 and give b 2. That is
+    # what it is started as, and said so (no room anyone else was given is taken).
     fake, result = apply(state, {"y": {"a": 1, "b": 4}})
-    assert fake.calls == []
-    assert "Slurm would split it {'a': 3, 'b': 2}" in result.refused["y"]
+    assert fake.calls == [("start", "y", "a", "b")]
+    assert result.started == {"y": {"a": 3, "b": 2}}
+    assert result.adjusted == {"y": ({"a": 1, "b": 4}, {"a": 3, "b": 2})}
 
 
 def test_a_task_job_whose_split_depends_on_slurms_order_waits_a_cycle() -> None:
@@ -63,7 +65,7 @@ def test_a_task_job_whose_split_depends_on_slurms_order_waits_a_cycle() -> None:
     fake, result = apply(state, {"x": {"a": 3, "b": 2}, "s": {"a": 1}})
     assert fake.calls == [("start", "s", "a")]
     assert list(result.deferred) == ["x"]
-    assert "{'a': 4, 'b': 1} if it allocated it before" in result.deferred["x"]
+    assert "depends on the jobs starting beside it" in result.deferred["x"]
     # Two tasks on two nodes: one each whatever the order, so both start at once.
     state = cluster(tasks("z", units=2), held("t", cpu=3))
     fake, result = apply(state, {"t": {"a": 1}, "z": {"a": 1, "b": 1}})
@@ -295,6 +297,13 @@ def test_capacity_held_by_jobs_the_snapshot_does_not_carry_is_not_offered() -> N
     state = cluster(held("x"), used={"a": 3})
     request, _ = dispatch_request(state, shadow=False, extensions={})
     assert {n.name: n.resources["cpu"] for n in request.nodes} == {"a": 1, "b": 4, "c": 4}
+    # A job released but not running yet does not hide it (Slurm does not count it yet).
+    released = replace(held("s"), held_for_us=False, priority=1)
+    state = cluster(released, used={"a": 2})
+    request, _ = dispatch_request(
+        state, shadow=False, extensions={}, starting={"s": (990, {"a": 1})}
+    )
+    assert request.nodes[0].resources["cpu"] == 2  # 4 less the 2 Slurm's other jobs hold
     # A running job the snapshot does carry is not counted twice.
     state = cluster(running("r", {"a": 3}), used={"a": 3})
     request, _ = dispatch_request(state, shadow=False, extensions={})
