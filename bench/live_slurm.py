@@ -309,6 +309,9 @@ def main() -> None:
     parser.add_argument("--runs", default="slurm,easy,default")
     parser.add_argument("--outage", type=float, default=60.0)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--keep", type=Path, help="copy each run's audit trail, logs and jobcomp file here"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("live_slurm.py starts slurmd and creates users: run it as root")
@@ -328,6 +331,9 @@ def main() -> None:
             args.out.write_text(json.dumps(results, indent=1))
     finally:
         sh("bash", str(TESTBED / "stop.sh"), str(root), env=env, check=False)
+        if args.keep is not None:
+            shutil.copytree(root / "runs", args.keep / "runs", dirs_exist_ok=True)
+            shutil.copy(root / "log" / "jobcomp.txt", args.keep)
         shutil.rmtree(root, ignore_errors=True)
     keys = [k for r in results for k in r if k not in {"run", "rpcs"}]
     keys = list(dict.fromkeys(keys))
