@@ -226,7 +226,7 @@ def apply_decision(
                 start = start.model_copy(update={"allocation": split})
         in_order = {n: start.allocation[n] for n in sorted(start.allocation, key=order.__getitem__)}
         try:
-            backend.start(job.id, in_order, tasks_per_node=job.shape.tasks_per_node)
+            backend.start(job.id, in_order, cpus_per_node=job.shape.cpus_per_node)
         except CommandError as exc:
             result.failed[job.id] = str(exc)
             log.error("start failed", extra={"job": job.id, "error": str(exc)})

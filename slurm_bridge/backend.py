@@ -24,10 +24,11 @@ class WorkloadManager(Protocol):
         ...
 
     def start(
-        self, job_id: str, allocation: Mapping[str, int], *, tasks_per_node: int | None = None
+        self, job_id: str, allocation: Mapping[str, int], *, cpus_per_node: int | None = None
     ) -> None:
         """Pin the job to exactly the nodes of ``allocation`` (units per node) and let it
-        run; ``tasks_per_node`` caps the tasks on each node (Slurm's even split)."""
+        run; ``cpus_per_node``: give each node at least that many CPUs (Slurm's
+        even split of a ``-N k`` job, which it would otherwise fill node by node)."""
         ...
 
     def hold(self, job_id: str, *, unpin: bool) -> None:

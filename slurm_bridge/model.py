@@ -31,16 +31,22 @@ class JobShape:
 
     ``one_unit_per_node``: each unit stands for one whole node of a multi-node job
     (``sbatch -N k`` with per-node GRES or memory); such a job can only start on
-    ``units`` distinct nodes, one unit each; ``tasks_per_node`` is then the most tasks
-    one node may run (set on the job when it is started, so that Slurm splits its tasks
-    evenly over the nodes instead of filling the first one).
+    ``units`` distinct nodes, one unit each; it is started with ``cpus_per_node`` (its
+    per-node share) as the least CPUs on each node, so that Slurm splits its tasks
+    evenly over the nodes instead of filling the first one.
     """
 
     units: int
     per_unit: Amounts
     one_unit_per_node: bool = False
     single_node: bool = False
-    tasks_per_node: int | None = None
+
+    @property
+    def cpus_per_node(self) -> int | None:
+        """The least CPUs each node of a multi-node ``-N k`` job gets (its even share)."""
+        if self.one_unit_per_node and self.units > 1:
+            return self.per_unit.get("cpu")
+        return None
 
     @property
     def laid_out_by_slurm(self) -> bool:

@@ -91,8 +91,7 @@ def job_shape(req: SlurmRequest) -> JobShape:
         _add(share, req.gres_per_node, lambda count: count)
         _add(share, req.gres_per_task, lambda count: math.ceil(count * tasks / nodes))
         _add(share, req.gres_per_job, lambda count: math.ceil(count / nodes))
-        spread = math.ceil(tasks / nodes) if tasks > nodes else None
-        return JobShape(units=nodes, per_unit=share, one_unit_per_node=True, tasks_per_node=spread)
+        return JobShape(units=nodes, per_unit=share, one_unit_per_node=True)
     unit: Amounts = {"cpu": per_task_cpus}
     if req.mem_per_cpu:
         unit["mem"] = req.mem_per_cpu * per_task_cpus

@@ -103,15 +103,13 @@ def test_jobs_released_earlier_and_not_running_yet_hold_their_share() -> None:
     assert result.refused == {"y": "node a has 1 cpu free, needs 2"}
 
 
-def test_tasks_per_node_is_passed_for_node_count_jobs() -> None:
-    per_node = JobShape(
-        units=2, per_unit={"cpu": 4}, one_unit_per_node=True, tasks_per_node=4
-    )  # sbatch -N 2 -n 8
+def test_node_count_jobs_get_their_share_as_the_least_cpus_per_node() -> None:
+    per_node = JobShape(units=2, per_unit={"cpu": 4}, one_unit_per_node=True)  # sbatch -N 2 -n 8
     seen: list[object] = []
 
     class Recording(FakeCluster):
-        def start(self, job_id, allocation, *, tasks_per_node=None):  # type: ignore[no-untyped-def]
-            seen.append((job_id, dict(allocation), tasks_per_node))
+        def start(self, job_id, allocation, *, cpus_per_node=None):  # type: ignore[no-untyped-def]
+            seen.append((job_id, dict(allocation), cpus_per_node))
 
     state = cluster(held("n", units=2, shape=per_node))
     apply_decision(
@@ -175,7 +173,7 @@ def test_a_node_count_job_running_its_even_split_is_where_it_was_decided(
 ) -> None:
     # -N 2 -n 7: decided one unit (4 CPUs) per node; Slurm runs 4 + 3 and reports it as
     # seven tasks. Less than decided on a node is not a mismatch; more would be.
-    shape = JobShape(units=2, per_unit={"cpu": 4}, one_unit_per_node=True, tasks_per_node=4)
+    shape = JobShape(units=2, per_unit={"cpu": 4}, one_unit_per_node=True)
     service = ScriptedService(answer=lambda body: decision(starts={"n": {"a": 1, "b": 1}}))
     fake = FakeCluster(cluster(held("n", units=2, shape=shape)))
     bridge = make(tmp_path, fake, service)

@@ -80,6 +80,20 @@ def test_a_multi_node_task_job_lands_on_exactly_its_decided_split(
     assert again.misplaced == {} and again.rehold == []
 
 
+def test_a_two_node_job_gets_an_even_split(
+    slurm_testbed: Testbed, cpsched_service: LocalService, tmp_path: Path
+) -> None:
+    bed = slurm_testbed
+    job = bed.sbatch("-J", "two nodes", "-N", "2", "-n", "10", script="sleep 20")
+    bed.wait_visible([job])
+    report = bridge_for(cpsched_service, bed, tmp_path).cycle()
+    assert report.applied is not None and job in report.applied.started, report.applied
+    wait_running(bed, job)
+    split = real_split(bed, job)
+    assert sorted(split) == sorted(report.applied.started[job])
+    assert sorted(split.values()) == [5, 5]  # not 7 + 3: Slurm would fill the first node
+
+
 def test_two_jobs_decided_in_one_cycle_both_start(
     slurm_testbed: Testbed, cpsched_service: LocalService, tmp_path: Path
 ) -> None:
