@@ -43,6 +43,7 @@ class CycleReport:
     fallback: str | None = None  # what the fallback did this cycle
     rehold: list[str] = field(default_factory=list)
     misplaced: dict[str, dict[str, int]] = field(default_factory=dict)  # job → real split
+    settling: bool = False  # the release fallback just ended: nothing applied this cycle
     reclaimed: list[str] = field(default_factory=list)  # taken back from the fallback
     finished_posted: int = 0
     finished_duplicates: int = 0
@@ -113,11 +114,17 @@ class Bridge:
             report.timings["post_s"] = time.perf_counter() - t1
             report.decision = decision
             self.metrics.set("decision_seconds", decision.diagnostics.wall_ms / 1000.0)
-            if self.outage_since is not None or self.book.fallback_active:
+            ended_fallback = self.outage_since is not None or self.book.fallback_active
+            if ended_fallback:
                 report.reclaimed = self._end_fallback(state)
             t2 = time.perf_counter()
             if shadow_mode:
                 shadow.record(self.settings.shadow_log_path, state, decision)
+            elif ended_fallback and self.settings.fallback == "release":
+                # Jobs handed to Slurm's scheduler may be starting at this very moment on
+                # nodes this state shows free: apply nothing until a read after the
+                # reclaim (the next cycle, one gap later).
+                report.settling = True
             else:
                 report.applied = self._apply(decision, state)
             report.timings["apply_s"] = time.perf_counter() - t2
@@ -401,9 +408,11 @@ class Bridge:
                 continue
             failures = 0
             log.info("cycle", extra=_summary(report))
-            # Deferred starts are planned again as soon as the cycle gap allows.
+            # Deferred starts (and a cycle that applied nothing while the release fallback
+            # ended) are planned again as soon as the cycle gap allows.
             deferred = report.applied is not None and bool(report.applied.deferred)
-            delay = self.settings.min_cycle_gap_s if deferred else self.settings.poll_interval_s
+            soon = deferred or report.settling
+            delay = self.settings.min_cycle_gap_s if soon else self.settings.poll_interval_s
             woke = pacer.wait(started, delay, outage=report.service_error is not None)
             self.metrics.inc(f'cycles_started_total{{by="{woke}"}}')
 

@@ -306,3 +306,19 @@ def test_capacity_held_by_jobs_the_snapshot_does_not_carry_is_not_offered() -> N
     state = cluster(running("r", {"a": 3}), used={"a": 3})
     request, _ = dispatch_request(state, shadow=False, extensions={})
     assert request.nodes[0].resources["cpu"] == 4
+
+
+def test_the_cycle_that_ends_a_release_fallback_applies_nothing(tmp_path: Path) -> None:
+    # Jobs handed to Slurm's scheduler may be starting at that moment on nodes the state
+    # shows free: the starts wait for the next read, one cycle gap later.
+    service = ScriptedService(down=True)
+    fake = FakeCluster(cluster(held("x"), held("y")))
+    bridge = make(tmp_path, fake, service, fallback="release")
+    assert bridge.cycle().fallback == "release:2"
+    fake.state = replace(fake.state, jobs=[fake.state.jobs[0], replace(held("z"))])
+    service.down = False
+    service.answer = lambda body: decision(starts={"z": {"a": 1}})
+    back = bridge.cycle()
+    assert back.settling and back.applied is None and back.reclaimed == ["x"]
+    after = bridge.cycle()
+    assert after.applied is not None and list(after.applied.started) == ["z"]
