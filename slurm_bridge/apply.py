@@ -96,10 +96,10 @@ def check_start(
             return f"node {name} unknown to the workload manager"
         if node.state != "up":
             return f"node {name} is {node.state}"
-        free = node.free()
+        room = _room(node, taken)
         for resource, amount in job.shape.per_unit.items():
             need = amount * units
-            have = free.get(resource, 0) - taken.get(name, {}).get(resource, 0)
+            have = room.get(resource, 0)
             if need > have:
                 return f"node {name} has {have} {resource} free, needs {need}"
     return None
@@ -149,28 +149,22 @@ def slurm_split_now(
     return last if split({}) == last else None
 
 
-def _ending_on(state: ClusterState, allocation: Mapping[str, int]) -> str | None:
-    """A job still completing on one of these nodes: the room there grows any moment,
-    and Slurm's split with it (a cycle woken by a job's end sees exactly this)."""
-    for job in state.running:
-        if job.ending and not allocation.keys().isdisjoint(job.allocation):
-            return job.id
-    return None
-
-
 def _task_split(
     job: JobView,
     allocation: dict[str, int],
     state: ClusterState,
     promised: dict[str, Amounts],
     beside: dict[str, Amounts],
+    leaving: Mapping[str, str],
 ) -> tuple[dict[str, int] | None, str]:
     """The split a task job pinned to these nodes will run with, or None and why it
     must wait a cycle. A split other than the decided one means the service read the
     nodes a little differently (its figures are this bridge's reading of Slurm's):
     Slurm's split, on the same nodes and within the room no other start uses, is what
-    will run, so the job is started as that (and the adjustment reported)."""
-    ending = _ending_on(state, allocation)
+    will run, so the job is started as that (and the adjustment reported). ``leaving``
+    maps each node to a job still completing there: the room grows any moment, and
+    Slurm's split with it (a cycle woken by a job's end sees exactly this)."""
+    ending = next((leaving[n] for n in allocation if n in leaving), None)
     if ending is not None:
         return None, f"job {ending} is leaving its nodes; the split would change"
     split = slurm_split_now(job, allocation, state, promised=promised, beside=beside)
@@ -200,6 +194,7 @@ def apply_decision(
         if (other := state.job(start.job_id)) is not None:
             _add(upcoming, other, start.allocation, 1)
     order = node_order(state)
+    leaving = {n: j.id for j in state.running if j.ending for n in j.allocation}
     for start in decision.starts:
         job = state.job(start.job_id)
         if job is not None:
@@ -211,7 +206,7 @@ def apply_decision(
             continue
         if backend.splits_tasks and job.shape.laid_out_by_slurm and len(start.allocation) > 1:
             split, why = _task_split(
-                job, start.allocation, state, promised, _sum(started_here, upcoming)
+                job, start.allocation, state, promised, _sum(started_here, upcoming), leaving
             )
             if split is None:
                 result.deferred[job.id] = why

@@ -62,14 +62,21 @@ def _job_fields(job: JobView, *, splits_tasks: bool = False, exact: bool = False
     }
 
 
-def _usable(node: NodeView, running: list[RunningJobIn]) -> dict[str, int]:
-    """A node's capacity less what jobs the snapshot does not carry hold there (jobs of
-    partitions left to Slurm, jobs still completing): the service must not count on it."""
-    known: dict[str, int] = {}
+def _held_by(running: list[RunningJobIn]) -> dict[str, dict[str, int]]:
+    """What the snapshot's running jobs hold on each node (one pass over them)."""
+    held: dict[str, dict[str, int]] = {}
     for job in running:
-        units = job.allocation.get(node.name, 0)
-        for resource, amount in job.per_unit.items():
-            known[resource] = known.get(resource, 0) + amount * units
+        for node, units in job.allocation.items():
+            row = held.setdefault(node, {})
+            for resource, amount in job.per_unit.items():
+                row[resource] = row.get(resource, 0) + amount * units
+    return held
+
+
+def _usable(node: NodeView, known: Mapping[str, int]) -> dict[str, int]:
+    """A node's capacity less what jobs the snapshot does not carry hold there (jobs of
+    partitions left to Slurm): the service must not count on it. ``known`` is what the
+    snapshot's running jobs hold there."""
     return {
         resource: capacity - max(0, node.used.get(resource, 0) - known.get(resource, 0))
         for resource, capacity in node.capacity.items()
@@ -121,8 +128,11 @@ def dispatch_request(
         )
     # What Slurm counts on each node but the snapshot does not carry, from the jobs Slurm
     # runs (not from the starting ones below, which Slurm does not count yet).
+    held = _held_by(running)
     nodes = [
-        NodeIn(name=n.name, resources={**_usable(n, running), NODE_SLOT: 1}, state=n.state)
+        NodeIn(
+            name=n.name, resources={**_usable(n, held.get(n.name, {})), NODE_SLOT: 1}, state=n.state
+        )
         for n in state.nodes.values()
     ]
     for job_id, (since, allocation) in (starting or {}).items():
