@@ -110,27 +110,13 @@ def start_testbed(root: Path) -> dict[str, str]:
         if directory == Path("/tmp") or directory == directory.parent:
             break
         directory.chmod(directory.stat().st_mode | 0o001)
-    wake = root / "wake"
-    lua = root / "job_submit.lua"
-    lua.write_text(
-        (KIT / "job_submit.lua")
-        .read_text()
-        .replace(
-            "local UNMANAGED_PARTITIONS = {}", "local UNMANAGED_PARTITIONS = { shadowq = true }"
-        )
-        .replace("/var/lib/cpsched-bridge/wake", str(wake))
-    )
-    epilog = root / "cpsched-wake"
-    epilog.write_text(f"#!/bin/sh\nCPSCHED_WAKE_FILE={wake} exec sh {KIT / 'cpsched-wake'}\n")
-    epilog.chmod(0o755)
     env = {
         **os.environ,
         "CPU_NODES": "8",
         "GPU_NODES": "2",
         "CTLD_PORT": str(free_port()),
         "SLURMD_BASE_PORT": "27100",
-        "JOB_SUBMIT_LUA": str(lua),
-        "EPILOG_SLURMCTLD": str(epilog),
+        "KIT_DIR": str(KIT),  # job_submit.lua and cpsched-wake, touching root/wake
         "WITH_RESTD": "0",
     }
     sh("bash", str(TESTBED / "start.sh"), str(root), env=env)

@@ -149,28 +149,15 @@ def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]
     if shutil.which("bash") is None:
         _unavailable("bash missing")
     root = Path(tempfile_dir := str(tmp_path_factory.mktemp("slurmtb")))
-    # munge refuses group/world-writable parents; pytest's temp dirs are 0700, fine
-    lua = root / "job_submit.lua"
-    # The kit's own job_submit.lua, with a partition left to Slurm for shadow-mode tests.
-    # and the bridges' wake file in the test bed (the kit's EpilogSlurmctld touches it too).
+    # munge refuses group/world-writable parents; pytest's temp dirs are 0700, fine.
+    # start.sh installs the kit (job_submit.lua, cpsched-wake) with shadowq left to Slurm
+    # for shadow-mode tests and the wake file at root/wake.
     wake = root / "wake"
-    lua.write_text(
-        (KIT / "job_submit.lua")
-        .read_text()
-        .replace(
-            "local UNMANAGED_PARTITIONS = {}", "local UNMANAGED_PARTITIONS = { shadowq = true }"
-        )
-        .replace("/var/lib/cpsched-bridge/wake", str(wake))
-    )
-    epilog = root / "cpsched-wake"
-    epilog.write_text(f"#!/bin/sh\nCPSCHED_WAKE_FILE={wake} exec sh {KIT / 'cpsched-wake'}\n")
-    epilog.chmod(0o755)
     env = {
         **os.environ,
         "CTLD_PORT": str(free_port()),
         "SLURMD_BASE_PORT": str(free_port_block(4)),
-        "JOB_SUBMIT_LUA": str(lua),
-        "EPILOG_SLURMCTLD": str(epilog),
+        "KIT_DIR": str(KIT),
         "SLURM_CONF": f"{tempfile_dir}/etc/slurm.conf",
     }
     started = subprocess.run(

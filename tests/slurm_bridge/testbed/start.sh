@@ -5,8 +5,9 @@
 # what this started. Adapted from ../shared/slurm/start-testbed.sh.
 #   CPU_NODES / GPU_NODES: fake nodes (node1..: 4 CPUs 4000 MB; gpu1..: 8 CPUs 8000 MB gpu:2)
 #   CTLD_PORT / SLURMD_BASE_PORT: ports (the fixture picks free ones)
-#   JOB_SUBMIT_LUA: the job_submit.lua to install ("" = no external-scheduler hold)
-#   EPILOG_SLURMCTLD: a script slurmctld runs when a job ends ("" = none)
+#   KIT_DIR: the bridge's kit (slurm_bridge/kit) to install: its job_submit.lua (holding
+#     every job but those of partition shadowq, left to Slurm) and its cpsched-wake as
+#     EpilogSlurmctld, both touching $TB/wake ("" = no external-scheduler hold)
 #   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
 set -euo pipefail
 TB=${1:?usage: start.sh TESTBED_DIR}
@@ -14,8 +15,7 @@ CPU_NODES=${CPU_NODES:-2}
 GPU_NODES=${GPU_NODES:-2}
 CTLD_PORT=${CTLD_PORT:-16817}
 SLURMD_BASE_PORT=${SLURMD_BASE_PORT:-17001}
-JOB_SUBMIT_LUA=${JOB_SUBMIT_LUA-}
-EPILOG_SLURMCTLD=${EPILOG_SLURMCTLD-}
+KIT_DIR=${KIT_DIR-}
 HOST=$(hostname -s)
 export SLURM_CONF=$TB/etc/slurm.conf
 T0=$(date +%s%N)
@@ -76,10 +76,15 @@ for i in $(seq 1 "$GPU_NODES"); do
   NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=8 RealMemory=8000 Gres=gpu:2 State=UNKNOWN"$'\n'
   port=$((port + 1))
 done
-JOBSUBMIT=""
-if [ -n "$JOB_SUBMIT_LUA" ]; then
-  cp "$JOB_SUBMIT_LUA" "$TB/etc/job_submit.lua"
-  JOBSUBMIT="JobSubmitPlugins=lua"
+JOBSUBMIT=""; EPILOG=""
+if [ -n "$KIT_DIR" ]; then
+  sed -e 's/^local UNMANAGED_PARTITIONS = {}/local UNMANAGED_PARTITIONS = { shadowq = true }/' \
+      -e "s#/var/lib/cpsched-bridge/wake#$TB/wake#" \
+      "$KIT_DIR/job_submit.lua" > "$TB/etc/job_submit.lua"
+  printf '#!/bin/sh\nCPSCHED_WAKE_FILE=%s exec sh %s\n' "$TB/wake" "$KIT_DIR/cpsched-wake" \
+    > "$TB/cpsched-wake"
+  chmod 755 "$TB/cpsched-wake"
+  JOBSUBMIT="JobSubmitPlugins=lua"; EPILOG="EpilogSlurmctld=$TB/cpsched-wake"
 fi
 
 cat > "$TB/etc/slurm.conf" <<CONF
@@ -109,7 +114,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$TB/log/jobcomp.txt
 $JOBSUBMIT
-${EPILOG_SLURMCTLD:+EpilogSlurmctld=$EPILOG_SLURMCTLD}
+$EPILOG
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
