@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from itertools import compress, count
 from operator import is_not
 
-from cpsched.core.problem import Allocation, Amounts, Job, Snapshot, Wanted
+from cpsched.core.problem import Allocation, Amounts, Job, Node, Snapshot, Wanted
 
 
 def covers(have: Sequence[int], want: Sequence[int]) -> bool:
@@ -32,13 +32,23 @@ def units_fitting(free: Sequence[int], wanted: Wanted) -> int:
 
 
 def shift(
-    rows: list[Amounts], total: list[int], allocation: Allocation, job: Job, sign: int
+    rows: list[Amounts],
+    total: list[int],
+    allocation: Allocation,
+    job: Job,
+    sign: int,
+    nodes: Sequence[Node] | None = None,
 ) -> None:
     """Add (``sign`` = 1) or remove (-1) what ``job`` uses at ``allocation``.
 
+    An exclusive job uses its nodes whole: taking empties their rows, giving back adds
+    the nodes' capacities (``nodes``; without them it counts its units, as any job).
     Rows are replaced, never changed in place, so rows shared with a snapshot or another
     copy stay as they were.
     """
+    if job.exclusive and nodes is not None:
+        _shift_whole(rows, total, allocation, sign, nodes)
+        return
     wanted = job.wanted
     for node, units in allocation:
         row = list(rows[node])
@@ -49,19 +59,39 @@ def shift(
         total[r] += sign * job.units * amount
 
 
+def _shift_whole(
+    rows: list[Amounts], total: list[int], allocation: Allocation, sign: int, nodes: Sequence[Node]
+) -> None:
+    for node, _ in allocation:
+        old = rows[node]
+        if sign < 0:
+            new = tuple(0 if a > 0 else a for a in old)
+        else:
+            new = tuple(a + c for a, c in zip(old, nodes[node].capacity, strict=True))
+        rows[node] = new
+        for r, (a, b) in enumerate(zip(old, new, strict=True)):
+            total[r] += b - a
+
+
 class FreeCapacity:
-    __slots__ = ("_rows", "capacity_total", "total")
+    __slots__ = ("_rows", "capacity_total", "nodes", "total")
 
     def __init__(
-        self, rows: Sequence[Amounts], total: Sequence[int], capacity_total: Amounts
+        self,
+        rows: Sequence[Amounts],
+        total: Sequence[int],
+        capacity_total: Amounts,
+        nodes: Sequence[Node] | None = None,
     ) -> None:
         self._rows: list[Amounts] = list(rows)
         self.total: list[int] = list(total)
         self.capacity_total = capacity_total
+        self.nodes = nodes
+        """The nodes, for their capacities: what an exclusive job takes and gives back."""
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> FreeCapacity:
-        return cls(snapshot.free, snapshot.free_total, snapshot.capacity_total)
+        return cls(snapshot.free, snapshot.free_total, snapshot.capacity_total, snapshot.nodes)
 
     @property
     def node_count(self) -> int:
@@ -78,13 +108,13 @@ class FreeCapacity:
         return covers(self.total, request)
 
     def take(self, allocation: Allocation, job: Job) -> None:
-        shift(self._rows, self.total, allocation, job, -1)
+        shift(self._rows, self.total, allocation, job, -1, self.nodes)
 
     def give(self, allocation: Allocation, job: Job) -> None:
-        shift(self._rows, self.total, allocation, job, 1)
+        shift(self._rows, self.total, allocation, job, 1, self.nodes)
 
     def copy(self) -> FreeCapacity:
-        return FreeCapacity(self._rows, self.total, self.capacity_total)
+        return FreeCapacity(self._rows, self.total, self.capacity_total, self.nodes)
 
     def clamp_to(self, other: FreeCapacity) -> FreeCapacity:
         """Element-wise minimum with ``other``: what is free here *and* there."""
@@ -100,7 +130,7 @@ class FreeCapacity:
                 rows[node] = low
                 for r, (x, y) in enumerate(zip(a, low, strict=True)):
                     total[r] -= x - y
-        return FreeCapacity(rows, total, self.capacity_total)
+        return FreeCapacity(rows, total, self.capacity_total, self.nodes)
 
     def changed_from(self, other: FreeCapacity) -> list[int]:
         """The nodes whose rows are not the very rows of ``other`` (copies share rows

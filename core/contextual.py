@@ -36,6 +36,9 @@ class ContextualDispatcher:
         self.allocator.observe(snapshot, durations)
         return self.inner.decide(snapshot, durations)
 
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)  # transparent: the inner's state, search, fallback
+
 
 def with_allocator_context(dispatcher: Dispatcher, allocator: Allocator) -> Dispatcher:
     """``dispatcher`` wrapped when ``allocator`` reads the snapshot, else unchanged."""

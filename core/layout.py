@@ -59,7 +59,7 @@ def lay_out(snapshot: Snapshot, decision: Decision) -> Decision:
     starts: list[Start] = []
     for start in decision.starts:
         job = started[start.job_id]
-        if job.layout != "block" or len(start.allocation) < 2:
+        if job.layout != "block" or len(start.allocation) < 2 or _per_node_fixed(job):
             starts.append(start)
             continue
         free.give(start.allocation, job)  # its own share is room for it again
@@ -68,6 +68,11 @@ def lay_out(snapshot: Snapshot, decision: Decision) -> Decision:
         free.take(allocation, job)
         starts.append(Start(start.job_id, allocation))
     return replace(decision, starts=tuple(starts))
+
+
+def _per_node_fixed(job: Job) -> bool:
+    """A job with a most-units-per-node rule keeps its split (Slurm follows the rule)."""
+    return job.constraints is not None and job.constraints.tasks_per_node is not None
 
 
 def _started_jobs(snapshot: Snapshot, starts: tuple[Start, ...]) -> dict[str, Job]:

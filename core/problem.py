@@ -15,6 +15,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Literal
 
+from cpsched.core.site import NO_SITE, Constraints, Site
 from cpsched.errors import SnapshotError
 
 Amounts = tuple[int, ...]
@@ -41,6 +42,8 @@ only one a workload manager that spreads tasks itself reproduces exactly
 class Node:
     name: str
     capacity: Amounts
+    features: frozenset[str] = frozenset()
+    """What ``Constraints.features`` expressions test (Slurm's node features)."""
 
 
 @lru_cache(maxsize=1 << 16)
@@ -71,9 +74,15 @@ class Job:
     name: str = ""
     queue: str = ""
     layout: Layout = "any"
+    constraints: Constraints | None = None
+    """The site's rules for this job (:mod:`cpsched.core.site`); None: none apply."""
+    priority: int | None = None
+    """The site's own priority (higher goes first), when the workload manager gives one."""
     resource_names: tuple[str, ...] = field(default=(), repr=False, compare=False)
     request: Amounts = field(init=False, repr=False, compare=False)
     wanted: Wanted = field(init=False, repr=False, compare=False)
+    exclusive: bool = field(init=False, repr=False, compare=False)
+    """Whether it takes its nodes whole (read where capacity is taken and given back)."""
 
     def __post_init__(self) -> None:
         if self.units < 1:
@@ -87,6 +96,8 @@ class Job:
             raise SnapshotError(f"job {self.id}: requests no resource at all")
         object.__setattr__(self, "request", request)
         object.__setattr__(self, "wanted", wanted)
+        constraints = self.constraints
+        object.__setattr__(self, "exclusive", constraints is not None and constraints.exclusive)
 
     def amount(self, resource: str) -> int:
         """The job's whole request of the type named ``resource`` (0: none, or unnamed)."""
@@ -124,6 +135,8 @@ class Snapshot:
     free: tuple[Amounts, ...]
     free_total: Amounts
     capacity_total: Amounts
+    site: Site = NO_SITE
+    """Partitions and reservations (:mod:`cpsched.core.site`); empty: one pool of nodes."""
 
 
 def make_snapshot(
@@ -132,9 +145,15 @@ def make_snapshot(
     nodes: Sequence[Node],
     running: Sequence[RunningJob] = (),
     queued: Sequence[Job] = (),
+    site: Site = NO_SITE,
 ) -> Snapshot:
-    """A snapshot whose free capacity is derived from the running jobs' allocations."""
+    """A snapshot whose free capacity is derived from the running jobs' allocations.
+
+    A node running an exclusive job has nothing free (nor less than nothing, unless other
+    jobs over-fill it: that stays visible to :func:`~cpsched.core.validate.check_snapshot`).
+    """
     free = [list(n.capacity) for n in nodes]
+    whole: set[int] = set()
     for rj in running:
         ureq = rj.job.unit_request
         for node, units in rj.allocation:
@@ -143,6 +162,10 @@ def make_snapshot(
             row = free[node]
             for r, amount in enumerate(ureq):
                 row[r] -= units * amount
+        if rj.job.exclusive:
+            whole.update(node for node, _ in rj.allocation)
+    for node in whole:
+        free[node] = [min(left, 0) for left in free[node]]
     zeros = tuple(0 for _ in resource_names)
     free_total = tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros
     capacity_total = (
@@ -159,6 +182,7 @@ def make_snapshot(
         free=tuple(tuple(row) for row in free),
         free_total=free_total,
         capacity_total=capacity_total,
+        site=site,
     )
 
 

@@ -11,6 +11,8 @@ from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.heuristics import ORDERS, BackfillOrder, ListDispatcher
 from cpsched.core.layout import LayingOutDispatcher
+from cpsched.core.site_dispatch import SiteRulesDispatcher
+from cpsched.core.site_placement import SitePlacement
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ def make_dispatcher(
     elif name in HEURISTICS:
         order, backfill = HEURISTICS[name]
         counters = None if state is None else state.priority_counters
-        placer = make_allocator(allocator, counters=counters)
+        placer = SitePlacement(make_allocator(allocator, counters=counters))
         listed = ListDispatcher(
             name,
             ORDERS[order],
@@ -92,12 +94,13 @@ def make_dispatcher(
             backfill_order=backfill_order,
             depth=backfill_depth,
         )
-        # balanced, weighted, ... read the snapshot: they observe it before each call.
+        # The site's rules, and balanced, weighted, ...: they observe each snapshot.
         dispatcher = with_allocator_context(listed, placer)
     else:
         raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
-    # Block-layout jobs (the bridge's Slurm task jobs) get the split Slurm reproduces.
-    dispatcher = LayingOutDispatcher(dispatcher)
+    # Block-layout jobs (the bridge's Slurm task jobs) get the split Slurm reproduces;
+    # then the site's rules: ineligible jobs out, every start checked against them.
+    dispatcher = SiteRulesDispatcher(LayingOutDispatcher(dispatcher))
     if correction is not None and correction.kind != "off":
         dispatcher = CorrectingDispatcher(dispatcher, correction)
     return dispatcher

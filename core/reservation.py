@@ -72,11 +72,19 @@ class Reservation:
             self.spare_total[r] -= amount
 
 
-def totals_decide_placement(job: Job) -> bool:
+def totals_decide_placement(job: Job, allocator: Allocator) -> bool:
     """Whether per-type totals alone tell if ``job`` can be placed: true when each unit
-    needs exactly one of a single type, so every free unit of it is usable anywhere."""
+    needs exactly one of a single type, so every free unit of it is usable anywhere, and
+    no site rule keeps it from some nodes."""
     wanted = job.wanted
-    return len(wanted) == 1 and wanted[0][1] == 1
+    return len(wanted) == 1 and wanted[0][1] == 1 and not restricts(allocator, job)
+
+
+def restricts(allocator: Allocator, job: Job) -> bool:
+    """Whether ``allocator`` keeps ``job`` from some nodes (site rules, see
+    :class:`~cpsched.core.site_placement.SitePlacement`): then only it may place the job."""
+    check = getattr(allocator, "restricts", None)
+    return check is not None and bool(check(job))
 
 
 def freed_units(job: Job, then: FreeCapacity, now: FreeCapacity) -> dict[int, int]:
@@ -106,7 +114,10 @@ def place_freed_first(
     """Place ``job`` in ``future``: first the units of :func:`freed_units` (``freed``, in
     node order), then the rest where ``allocator`` puts them in what is left. Capacity
     free now is used only for what the freed capacity cannot hold, which leaves the most
-    of it to backfill."""
+    of it to backfill. A job the site's rules keep from some nodes is placed by
+    ``allocator`` alone, which knows them."""
+    if restricts(allocator, job):
+        return allocator.place(job, future)
     needed = job.units
     first: dict[int, int] = {}
     for node, fit in freed.items():
@@ -142,7 +153,7 @@ def reserve(
     """
     releases.sort(key=itemgetter(0))
     need = head.request
-    exact = totals_decide_placement(head)
+    exact = totals_decide_placement(head, allocator)
     total = list(free.total)
     future = free.copy()
     applied = 0

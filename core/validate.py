@@ -7,6 +7,7 @@ bookkeeping, so a bug in a dispatcher's capacity tracking cannot hide here.
 from __future__ import annotations
 
 from cpsched.core.problem import Decision, Snapshot, make_snapshot
+from cpsched.core.validate_site import site_violations
 from cpsched.errors import InvalidDecisionError, SnapshotError
 
 
@@ -29,6 +30,14 @@ def check_snapshot(snapshot: Snapshot) -> None:
     submits = [job.submit for job in snapshot.queued]
     if submits != sorted(submits):
         problems.append("the queue is not in submission order")
+    whole = {at for rj in snapshot.running if rj.job.exclusive for at, _ in rj.allocation}
+    for at in sorted(whole):
+        sharing = [rj.job.id for rj in snapshot.running if any(n == at for n, _ in rj.allocation)]
+        if len(sharing) > 1:
+            problems.append(
+                f"node {snapshot.nodes[at].name} runs an exclusive job with others: "
+                + ", ".join(sharing)
+            )
     ids = [rj.job.id for rj in snapshot.running] + [j.id for j in snapshot.queued]
     if len(ids) != len(set(ids)):
         problems.append("a job id appears twice among running and queued jobs")
@@ -73,6 +82,7 @@ def decision_violations(snapshot: Snapshot, decision: Decision) -> list[str]:
                     f"node {snapshot.nodes[node].name} over capacity in "
                     f"{snapshot.resource_names[r]}: {take} asked, {have} free"
                 )
+    violations.extend(site_violations(snapshot, decision, queued))
     running = {rj.job.id: rj for rj in snapshot.running} if decision.extensions else {}
     for ext in decision.extensions:
         rj = running.get(ext.job_id)

@@ -35,6 +35,7 @@ from cpsched.core import (
     make_snapshot,
 )
 from cpsched.core.capacity import units_fitting
+from cpsched.core.site import NO_SITE, Constraints, Partition, Reservation, Site, parse_features
 from cpsched.errors import SnapshotError
 from cpsched.wire.schemas import (
     DecisionOut,
@@ -45,7 +46,9 @@ from cpsched.wire.schemas import (
     JobEndState,
     JobIn,
     NodeIn,
+    PartitionIn,
     RejectedJobOut,
+    ReservationIn,
     RunningJobIn,
     SnapshotIn,
     StartOut,
@@ -86,7 +89,67 @@ def _amounts(owner: str, per_unit: Mapping[str, int], index: Mapping[str, int]) 
     return tuple(amounts)
 
 
-def core_job(wire: JobIn, unit_request: tuple[int, ...], names: tuple[str, ...]) -> Job:
+RUNS_EXCLUSIVE = Constraints(exclusive=True)
+
+
+def job_partitions(wire: JobIn, site: Site) -> tuple[str, ...]:
+    """The partitions a job may run in: its ``partition`` split on ``,`` when the snapshot
+    declares partitions (else the field is only a label)."""
+    if not site.partitions or not wire.partition:
+        return ()
+    names = tuple(p.strip() for p in wire.partition.split(",") if p.strip())
+    unknown = [p for p in names if p not in site.partitions]
+    if unknown:
+        raise SnapshotError(
+            f"job {wire.id!r} names partition(s) {', '.join(map(repr, unknown))}, which the "
+            f"snapshot does not declare (declared: {', '.join(site.partitions)})"
+        )
+    return names
+
+
+def job_constraints(wire: JobIn, site: Site = NO_SITE) -> Constraints | None:
+    """The site's rules for a wire job; None when none of them applies to it."""
+    partitions = job_partitions(wire, site)
+    if wire.reservation and all(r.name != wire.reservation for r in site.reservations):
+        raise SnapshotError(
+            f"job {wire.id!r} asks for reservation {wire.reservation!r}, which the snapshot "
+            "does not list"
+        )
+    plain = (
+        not partitions
+        and wire.features is None
+        and not wire.exclusive
+        and wire.min_nodes is None
+        and wire.max_nodes is None
+        and wire.tasks_per_node is None
+        and wire.reservation is None
+        and wire.eligible
+    )
+    if plain:
+        return None
+    try:
+        features = parse_features(wire.features) if wire.features is not None else None
+    except SnapshotError as exc:
+        raise SnapshotError(f"job {wire.id!r}: {exc}") from None
+    return Constraints(
+        partitions=partitions,
+        features=features,
+        exclusive=wire.exclusive,
+        min_nodes=wire.min_nodes or 1,
+        max_nodes=wire.max_nodes,
+        tasks_per_node=wire.tasks_per_node,
+        reservation=wire.reservation or "",
+        eligible=wire.eligible,
+        reason=wire.reason,
+    )
+
+
+def core_job(
+    wire: JobIn,
+    unit_request: tuple[int, ...],
+    names: tuple[str, ...],
+    constraints: Constraints | None = None,
+) -> Job:
     """The dispatch core's job for a wire job whose request is aligned with ``names``."""
     return Job(
         id=wire.id,
@@ -99,7 +162,53 @@ def core_job(wire: JobIn, unit_request: tuple[int, ...], names: tuple[str, ...])
         name=wire.name,
         queue=wire.partition,
         layout=wire.layout,
+        constraints=constraints,
+        priority=wire.priority,
         resource_names=names,
+    )
+
+
+def _node_set(owner: str, names: Sequence[str], node_index: Mapping[str, int]) -> frozenset[int]:
+    unknown = [name for name in names if name not in node_index]
+    if unknown:
+        raise SnapshotError(
+            f"{owner} names node(s) {', '.join(map(repr, unknown[:5]))} that are not in the "
+            "snapshot's node list; send every node it names"
+        )
+    return frozenset(node_index[name] for name in names)
+
+
+def to_site(
+    partitions: Sequence[PartitionIn],
+    reservations: Sequence[ReservationIn],
+    node_index: Mapping[str, int],
+) -> Site:
+    """The snapshot's partitions and reservations, on node indices."""
+    if not partitions and not reservations:
+        return NO_SITE
+    parts: dict[str, Partition] = {}
+    for p in partitions:
+        if p.name in parts:
+            raise SnapshotError(f"partition {p.name!r} is listed twice")
+        parts[p.name] = Partition(
+            p.name,
+            _node_set(f"partition {p.name!r}", p.nodes, node_index),
+            p.max_time,
+            p.max_nodes,
+        )
+    seen: set[str] = set()
+    for r in reservations:
+        if r.name in seen:
+            raise SnapshotError(f"reservation {r.name!r} is listed twice")
+        seen.add(r.name)
+    return Site(
+        parts,
+        tuple(
+            Reservation(
+                r.name, _node_set(f"reservation {r.name!r}", r.nodes, node_index), r.start, r.end
+            )
+            for r in reservations
+        ),
     )
 
 
@@ -111,6 +220,7 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
         if node.name in node_index:
             raise SnapshotError(f"node {node.name!r} is listed twice; send each node once")
         node_index[node.name] = i
+    site = to_site(wire.partitions, wire.reservations, node_index)
 
     used = [[0] * len(names) for _ in wire.nodes]
     running: list[RunningJob] = []
@@ -134,7 +244,8 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
                 row[r] += units * amount
         running.append(
             RunningJob(
-                core_job(rj, unit_request, names),
+                # Once it runs, only whether it takes its nodes whole still matters.
+                core_job(rj, unit_request, names, RUNS_EXCLUSIVE if rj.exclusive else None),
                 rj.start,
                 rj.time_limit,
                 tuple(allocation),
@@ -152,7 +263,7 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
         elif any(u > c for u, c in zip(row, capacity, strict=True)):
             notes.append(f"node {node.name} is over-committed; treated as full")
             capacity = tuple(max(u, c) for u, c in zip(row, capacity, strict=True))
-        nodes.append(Node(node.name, capacity))
+        nodes.append(Node(node.name, capacity, frozenset(node.features)))
 
     nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
     # Units of each job shape the idle machine could hold; queues repeat a few shapes.
@@ -163,7 +274,8 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
             raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
         seen.add(wj.id)
         try:
-            job = core_job(wj, _amounts(f"job {wj.id!r}", wj.per_unit, index), names)
+            unit_request = _amounts(f"job {wj.id!r}", wj.per_unit, index)
+            job = core_job(wj, unit_request, names, job_constraints(wj, site))
         except SnapshotError as exc:
             rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
             continue
@@ -182,7 +294,7 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
 
     # make_snapshot derives free capacity from the (adjusted) capacities and sorts the
     # queue stably by submit time, keeping the bridge's order for equal times.
-    snapshot = make_snapshot(wire.time, names, nodes, running, queued)
+    snapshot = make_snapshot(wire.time, names, nodes, running, queued, site)
     return Translated(snapshot, rejected, notes)
 
 
@@ -249,12 +361,58 @@ def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, Any]:
         "user": job.user,
         "group": job.group,
         "name": job.name,
-        "partition": job.queue,
+        "partition": (
+            ",".join(job.constraints.partitions)
+            if job.constraints is not None and job.constraints.partitions
+            else job.queue
+        ),
         "submit": job.submit,
         "time_limit": job.time_limit,
         "units": job.units,
         "per_unit": _per_unit(job, names),
         "layout": job.layout,
+        **_constraint_fields(job.constraints),
+        **({"priority": job.priority} if job.priority is not None else {}),
+    }
+
+
+def _constraint_fields(c: Constraints | None) -> dict[str, Any]:
+    """A job's rules as wire fields (only those that say something)."""
+    if c is None:
+        return {}
+    fields: dict[str, Any] = {
+        "features": c.features.text if c.features is not None else None,
+        "exclusive": c.exclusive,
+        "min_nodes": c.min_nodes if c.min_nodes > 1 else None,
+        "max_nodes": c.max_nodes,
+        "tasks_per_node": c.tasks_per_node,
+        "reservation": c.reservation or None,
+        "eligible": c.eligible,
+        "reason": c.reason,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _site_fields(site: Site, nodes: Sequence[Node]) -> dict[str, Any]:
+    return {
+        "partitions": [
+            PartitionIn(
+                name=p.name,
+                nodes=[nodes[n].name for n in sorted(p.nodes)],
+                max_time=p.max_time,
+                max_nodes=p.max_nodes,
+            )
+            for p in site.partitions.values()
+        ],
+        "reservations": [
+            ReservationIn(
+                name=r.name,
+                nodes=[nodes[n].name for n in sorted(r.nodes)],
+                start=r.start,
+                end=r.end,
+            )
+            for r in site.reservations
+        ],
     }
 
 
@@ -273,9 +431,14 @@ def snapshot_to_wire(snapshot: Snapshot, *, dry_run: bool = False) -> DispatchRe
         time=snapshot.time,
         dry_run=dry_run,
         nodes=[
-            NodeIn(name=node.name, resources=dict(zip(names, node.capacity, strict=True)))
+            NodeIn(
+                name=node.name,
+                resources=dict(zip(names, node.capacity, strict=True)),
+                features=sorted(node.features),
+            )
             for node in nodes
         ],
+        **_site_fields(snapshot.site, nodes),
         running=[
             RunningJobIn(
                 **{**_job_fields(rj.job, names), "time_limit": rj.time_limit},

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
+from cpsched.core.explain import free_on, rule_reasons, usable_nodes
 from cpsched.runtime.codec import to_decision_out, to_snapshot
 from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
 from cpsched.service.metrics import ServiceMetrics
@@ -366,12 +367,12 @@ def _audit_row(
 def _pending(snapshot: Snapshot, decision: Decision | None, position: int) -> PendingReason:
     """Why a queued job is not running: what it lacks now, and who goes before it."""
     job = snapshot.queued[position]
+    reasons = rule_reasons(snapshot, job)
+    free = free_on(snapshot, usable_nodes(snapshot, job)) if reasons else snapshot.free_total
     missing = {
-        name: need - free
-        for name, need, free in zip(
-            snapshot.resource_names, job.request, snapshot.free_total, strict=True
-        )
-        if need > free
+        name: need - have
+        for name, need, have in zip(snapshot.resource_names, job.request, free, strict=True)
+        if need > have
     }
     planned = dict(decision.planned) if decision is not None and decision.planned else {}
     mine = planned.get(job.id)
@@ -383,7 +384,7 @@ def _pending(snapshot: Snapshot, decision: Decision | None, position: int) -> Pe
         ]
     else:
         ahead = [other.id for other in snapshot.queued[:position]]
-    return PendingReason(waits_for=missing, jobs_ahead=ahead, planned_start=mine)
+    return PendingReason(waits_for=missing, jobs_ahead=ahead, planned_start=mine, rules=reasons)
 
 
 def _wire(row: FinishedJobRow) -> FinishedJobIn:

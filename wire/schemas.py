@@ -49,12 +49,45 @@ class ResponseModel(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
 
+Feature = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:+/-]+$")]
+
+
 class NodeIn(WireModel):
     name: Name
     resources: Amounts = Field(description="Capacity of each resource type on this node.")
     state: NodeState = Field(
         "up", description="Only 'up' nodes receive new jobs; running jobs keep their nodes."
     )
+    features: list[Feature] = Field(
+        default_factory=list,
+        max_length=256,
+        description="The node's features (Slurm's node features), which jobs' 'features' test.",
+    )
+
+
+class PartitionIn(WireModel):
+    """A partition (PBS: queue): the nodes its jobs may use, and its limits."""
+
+    name: Name
+    nodes: list[Name] = Field(max_length=200_000, description="Its nodes, by name.")
+    max_time: Seconds | None = Field(None, description="Longest time limit it allows, s.")
+    max_nodes: Count | None = Field(None, description="Most nodes one job may use in it.")
+
+
+class ReservationIn(WireModel):
+    """Nodes set aside from ``start`` to ``end`` (a maintenance window, a course, ...):
+    only jobs naming it may use them then; no other job may run on them into the window."""
+
+    name: Name
+    nodes: list[Name] = Field(min_length=1, max_length=200_000)
+    start: Time
+    end: Time
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> ReservationIn:
+        if self.end <= self.start:
+            raise ValueError(f"reservation {self.name}: end {self.end} is not after {self.start}")
+        return self
 
 
 class JobIn(WireModel):
@@ -76,11 +109,33 @@ class JobIn(WireModel):
             "service only decides such splits. 'any': any split."
         ),
     )
+    # The site's rules (optional; absent, the job may go on any node of the snapshot).
+    features: Annotated[str, Field(max_length=1024)] | None = Field(
+        None,
+        description="Required node features, Slurm's --constraint syntax: names with & "
+        "(and), | (or), parentheses, one enclosing [a|b] (all nodes the same one).",
+    )
+    exclusive: bool = Field(False, description="Takes whole nodes, shared with no other job.")
+    min_nodes: Count | None = Field(None, description="Fewest nodes the units go on.")
+    max_nodes: Count | None = Field(None, description="Most nodes the units go on.")
+    tasks_per_node: Count | None = Field(None, description="Most units on any one node.")
+    reservation: Name | None = Field(None, description="The reservation it runs in.")
+    eligible: bool = Field(
+        True,
+        description="False while the workload manager holds it back (dependency, begin "
+        "time, QOS or association limit, user hold): the service never starts it.",
+    )
+    reason: Label = Field("", description="Why it is held back (e.g. Slurm's reason code).")
+    priority: Annotated[int, Field(ge=-(2**62), le=2**62)] | None = Field(
+        None, description="The site's priority (higher first), e.g. Slurm's multifactor one."
+    )
 
     @model_validator(mode="after")
     def _asks_for_something(self) -> JobIn:
         if not any(self.per_unit.values()):
             raise ValueError(f"job {self.id}: per_unit requests no resource at all")
+        if self.min_nodes and self.max_nodes and self.max_nodes < self.min_nodes:
+            raise ValueError(f"job {self.id}: max_nodes is below min_nodes")
         return self
 
 
@@ -108,6 +163,13 @@ class SnapshotIn(WireModel):
     nodes: list[NodeIn] = Field(max_length=200_000)
     running: list[RunningJobIn] = Field(default_factory=list, max_length=1_000_000)
     queued: list[JobIn] = Field(default_factory=list, max_length=1_000_000)
+    partitions: list[PartitionIn] = Field(
+        default_factory=list,
+        max_length=10_000,
+        description="When given, a job's 'partition' (one name, or several joined by ',') "
+        "restricts it to those partitions' nodes; a job with none may use any node.",
+    )
+    reservations: list[ReservationIn] = Field(default_factory=list, max_length=10_000)
 
 
 class DispatchRequest(SnapshotIn):
@@ -218,10 +280,17 @@ class FinishedAck(ResponseModel):
 
 class PendingReason(ResponseModel):
     waits_for: dict[str, int] = Field(
-        description="Resources (per type) missing now for the job to start."
+        description="Resources (per type) missing now for the job to start, on the nodes "
+        "the site's rules let it use."
     )
     jobs_ahead: list[str] = Field(description="Queued jobs planned before it.")
     planned_start: int | None
+    rules: list[str] = Field(
+        default_factory=list,
+        description="The site's rules that hold it back (a dependency, a limit, a "
+        "reservation not begun) or narrow where it may go (partitions, features, "
+        "reservations its limit would run into, exclusive, node counts).",
+    )
 
 
 class JobInfoOut(ResponseModel):

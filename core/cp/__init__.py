@@ -19,6 +19,7 @@ from cpsched.core.cp.pcp20 import PCP20Dispatcher
 from cpsched.core.cp.prepare import ModelConfig
 from cpsched.core.cp.search import SearchConfig
 from cpsched.core.registry import CP_DISPATCHERS
+from cpsched.core.site_placement import SitePlacement
 from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError, UnknownPolicyError
 
@@ -60,7 +61,7 @@ def make_cp_dispatcher(
         if name != "pcp3":
             raise ConfigError(f"node_symmetry applies to pcp3 only, not {name}")
         options["node_symmetry"] = True
-    placer = make_allocator(allocator, counters=state.priority_counters)
+    placer = SitePlacement(make_allocator(allocator, counters=state.priority_counters))
     build: Callable[..., CPDispatcher] = kind  # the subclasses take their own options
     return build(placer, search, model, state=state, **options)
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from cpsched.core.cp.greedy import StepProfile, ratio_order
 from cpsched.core.cp.prepare import ModelJob, Prepared, to_units
 from cpsched.core.durations import Durations, remaining
-from cpsched.core.problem import Allocation, Snapshot
+from cpsched.core.problem import Allocation, Job, Snapshot
+from cpsched.core.site import node_choices
 
 Hosts = tuple[tuple[int, int], ...]
 """A job's candidate nodes: ``(node, m[i,n])`` pairs, ``m[i,n] >= 1``, in ascending node
@@ -74,12 +75,30 @@ def hostable(snapshot: Snapshot, prepared: Prepared) -> tuple[Prepared, list[Hos
             if base is None:
                 base = by_request[ureq] = _unit_hosts(ureq, caps)
             h = by_shape[ureq, units] = tuple((n, m if m < units else units) for n, m in base)
+        if mj.job.constraints is not None or not snapshot.site.empty:
+            h = _within_rules(mj.job, snapshot, h)
         if sum(m for _, m in h) >= units:
             jobs.append(mj)
             hosts.append(h)
     if len(jobs) < len(prepared.jobs):
         prepared = replace(prepared, jobs=tuple(jobs))
     return prepared, hosts
+
+
+def _within_rules(job: Job, snapshot: Snapshot, hosts: Hosts) -> Hosts:
+    """``hosts`` cut to the nodes the site's rules let ``job`` use now, at most its
+    units per node on each. What the model does not express (exclusive use, node
+    counts, one partition for all nodes) the validator checks; a breach falls back."""
+    features = [node.features for node in snapshot.nodes]
+    choices = node_choices(job.constraints, job.time_limit, snapshot.site, features, snapshot.time)
+    allowed: set[int] | None = None
+    if all(choice.nodes is not None for choice in choices):
+        allowed = {n for choice in choices if choice.nodes is not None for n in choice.nodes}
+    c = job.constraints
+    per_node = c.tasks_per_node if c is not None and c.tasks_per_node is not None else 1 << 62
+    return tuple(
+        (n, m if m < per_node else per_node) for n, m in hosts if allowed is None or n in allowed
+    )
 
 
 def node_loads(

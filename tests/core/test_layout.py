@@ -37,7 +37,7 @@ def test_a_block_job_is_re_split_on_the_nodes_its_allocator_chose():
     # would give n0 (first in node order) 4 and n1 1, so the start is re-split that way.
     busy = job("busy", units=1)
     snap = snapshot(0, nodes(4, 4), [running(busy, 0, [(1, 1)])], [block(job("b", units=5))])
-    plain = make_dispatcher("easy", "best-fit").inner  # without the layout step
+    plain = make_dispatcher("easy", "best-fit").inner.inner  # without the layout step
     assert plain.decide(snap, limits_as_durations(snap)).starts[0].allocation == ((0, 2), (1, 3))
     decision = make_dispatcher("easy", "best-fit").decide(snap, limits_as_durations(snap))
     check_decision(snap, decision)
