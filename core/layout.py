@@ -59,20 +59,26 @@ def lay_out(snapshot: Snapshot, decision: Decision) -> Decision:
     starts: list[Start] = []
     for start in decision.starts:
         job = started[start.job_id]
-        if job.layout != "block" or len(start.allocation) < 2 or _per_node_fixed(job):
+        if job.layout != "block" or len(start.allocation) < 2:
             starts.append(start)
             continue
         free.give(start.allocation, job)  # its own share is room for it again
-        fits = [(node, units_fitting(free.row(node), job.wanted)) for node, _ in start.allocation]
+        most = _most_per_node(job)
+        fits = [
+            (node, min(units_fitting(free.row(node), job.wanted), most))
+            for node, _ in start.allocation
+        ]
         allocation = block_layout(job.units, fits)
         free.take(allocation, job)
         starts.append(Start(start.job_id, allocation))
     return replace(decision, starts=tuple(starts))
 
 
-def _per_node_fixed(job: Job) -> bool:
-    """A job with a most-units-per-node rule keeps its split (Slurm follows the rule)."""
-    return job.constraints is not None and job.constraints.tasks_per_node is not None
+def _most_per_node(job: Job) -> int:
+    """Units a node may hold of ``job``: its tasks-per-node rule, which Slurm's split
+    follows too (``-n 4 --ntasks-per-node=2`` on two nodes runs 2 + 2)."""
+    c = job.constraints
+    return c.tasks_per_node if c is not None and c.tasks_per_node is not None else job.units
 
 
 def _started_jobs(snapshot: Snapshot, starts: tuple[Start, ...]) -> dict[str, Job]:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cpsched.slurm_bridge.backend import WorkloadManager
+from cpsched.slurm_bridge.eligibility import held_back
 from cpsched.slurm_bridge.errors import CommandError
 from cpsched.slurm_bridge.model import Amounts, ClusterState, JobView, NodeView
 from cpsched.wire.schemas import DecisionOut
@@ -47,6 +48,30 @@ def _shape_problem(job: JobView, allocation: dict[str, int]) -> str | None:
         return f"single-node job placed on {len(allocation)} nodes"
     if job.shape.one_unit_per_node and any(u != 1 for u in allocation.values()):
         return "job needs one unit per node (sbatch -N) but the allocation stacks units"
+    return None
+
+
+def _partition_problem(job: JobView, allocation: dict[str, int], state: ClusterState) -> str | None:
+    """Whether the nodes lie outside every partition the job may run in."""
+    names = [p for p in job.partition.split(",") if p in state.partitions]
+    if not names:
+        return None  # partitions not read (or none of the job's): Slurm checks them
+    if any(set(allocation) <= set(state.partitions[p].nodes) for p in names):
+        return None
+    return f"nodes {', '.join(allocation)} are not within one of its partitions {job.partition}"
+
+
+def _partition_to_run_in(
+    job: JobView, allocation: Mapping[str, int], state: ClusterState
+) -> str | None:
+    """For a job submitted to several partitions, the first that holds all its nodes."""
+    names = [p for p in job.partition.split(",") if p]
+    if len(names) < 2:
+        return None
+    for name in names:
+        partition = state.partitions.get(name)
+        if partition is not None and set(allocation) <= set(partition.nodes):
+            return name
     return None
 
 
@@ -87,7 +112,10 @@ def check_start(
         return "job no longer in the queue"
     if job.state != "pending" or not job.held_for_us:
         return f"job is {job.state} and not held for cpsched"
-    problem = _shape_problem(job, allocation)
+    held = held_back(job, state.time)
+    if held is not None:
+        return f"Slurm holds it back ({held}); never released while so"
+    problem = _shape_problem(job, allocation) or _partition_problem(job, allocation, state)
     if problem:
         return problem
     for name, units in allocation.items():
@@ -141,8 +169,10 @@ def slurm_split_now(
     """
     order = node_order(state)
 
+    most = job.rules.tasks_per_node or job.shape.units  # Slurm's split keeps that rule
+
     def split(held: dict[str, Amounts]) -> dict[str, int]:
-        fits = {name: _fits(job, _room(state.nodes[name], held)) for name in allocation}
+        fits = {name: min(_fits(job, _room(state.nodes[name], held)), most) for name in allocation}
         return slurm_split(job.shape.units, fits, order)
 
     last = split(_sum(promised, beside))
@@ -221,7 +251,12 @@ def apply_decision(
                 start = start.model_copy(update={"allocation": split})
         in_order = {n: start.allocation[n] for n in sorted(start.allocation, key=order.__getitem__)}
         try:
-            backend.start(job.id, in_order, cpus_per_node=job.shape.cpus_per_node)
+            backend.start(
+                job.id,
+                in_order,
+                cpus_per_node=job.shape.cpus_per_node,
+                partition=_partition_to_run_in(job, start.allocation, state),
+            )
         except CommandError as exc:
             result.failed[job.id] = str(exc)
             log.error("start failed", extra={"job": job.id, "error": str(exc)})

@@ -24,11 +24,19 @@ class WorkloadManager(Protocol):
         ...
 
     def start(
-        self, job_id: str, allocation: Mapping[str, int], *, cpus_per_node: int | None = None
+        self,
+        job_id: str,
+        allocation: Mapping[str, int],
+        *,
+        cpus_per_node: int | None = None,
+        partition: str | None = None,
     ) -> None:
         """Pin the job to exactly the nodes of ``allocation`` (units per node) and let it
         run; ``cpus_per_node``: give each node at least that many CPUs (Slurm's
-        even split of a ``-N k`` job, which it would otherwise fill node by node)."""
+        even split of a ``-N k`` job, which it would otherwise fill node by node);
+        ``partition``: run it in this one of its partitions (a job submitted to several
+        is started only in the first unless told: Slurm 22.05 leaves it pending with
+        ``ReqNodeNotAvail`` when its nodes are in a later one)."""
         ...
 
     def hold(self, job_id: str, *, unpin: bool) -> None:

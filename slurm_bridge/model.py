@@ -20,6 +20,7 @@ class NodeView:
     used: Amounts  # what the workload manager reports allocated now
     state: NodeStateName
     partitions: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
 
     def free(self) -> Amounts:
         return {r: self.capacity[r] - self.used.get(r, 0) for r in self.capacity}
@@ -57,6 +58,41 @@ class JobShape:
 
 
 @dataclass(frozen=True, slots=True)
+class JobRules:
+    """What the site's rules say of a job beyond its size (all optional)."""
+
+    features: str = ""
+    """Required node features, Slurm's ``--constraint`` text."""
+    exclusive: bool = False
+    min_nodes: int | None = None
+    max_nodes: int | None = None
+    tasks_per_node: int | None = None
+    reservation: str = ""
+    dependency: str = ""
+    """What it still waits for (Slurm's ``afterok:12(unfulfilled)``); "" when nothing."""
+    begin: int | None = None
+    """Not before this time (``--begin``), epoch seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    name: str
+    nodes: tuple[str, ...]
+    max_time_s: int | None = None
+    max_nodes: int | None = None
+    exclusive: bool = False
+    """Every job takes whole nodes here (Slurm's ``OverSubscribe=EXCLUSIVE``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationView:
+    name: str
+    nodes: tuple[str, ...]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
     id: str
     user: str
@@ -76,6 +112,7 @@ class JobView:
     allocation: dict[str, int] = field(default_factory=dict)  # node → units (running)
     ending: bool = False  # running, but ended: Slurm is cleaning its nodes (COMPLETING)
     required_nodes: tuple[str, ...] = ()
+    rules: JobRules = field(default_factory=JobRules)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +121,8 @@ class ClusterState:
     nodes: dict[str, NodeView]
     jobs: list[JobView]
     notes: tuple[str, ...] = ()
+    partitions: dict[str, PartitionView] = field(default_factory=dict)
+    reservations: tuple[ReservationView, ...] = ()
 
     @property
     def running(self) -> list[JobView]:

@@ -284,7 +284,12 @@ class PbsBackend:
         return state
 
     def start(
-        self, job_id: str, allocation: Mapping[str, int], *, cpus_per_node: int | None = None
+        self,
+        job_id: str,
+        allocation: Mapping[str, int],
+        *,
+        cpus_per_node: int | None = None,
+        partition: str | None = None,
     ) -> None:
         # qrun -H names every chunk and its host: PBS runs exactly this allocation.
         for argv in self.start_allocation(job_id, allocation):

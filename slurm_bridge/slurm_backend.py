@@ -13,15 +13,23 @@ from pathlib import Path
 from cpsched.slurm_bridge import hostlist, slurm_json, slurm_text
 from cpsched.slurm_bridge.errors import CommandError, StateParseError
 from cpsched.slurm_bridge.finished import parse_sacct, sacct_argv
-from cpsched.slurm_bridge.model import ClusterState, JobView
+from cpsched.slurm_bridge.model import ClusterState, JobView, PartitionView, ReservationView
 from cpsched.slurm_bridge.runner import Runner
-from cpsched.slurm_bridge.slurm_common import partition_max_minutes
+from cpsched.slurm_bridge.slurm_common import (
+    parse_partitions,
+    parse_reservations,
+    partition_max_minutes,
+)
 from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
 
 log = logging.getLogger("slurm_bridge.slurm")
 
 EPOCH_TIMES = {"SLURM_TIME_FORMAT": "%s"}
 PARTITIONS_TTL_S = 60.0
+RESERVATIONS_TTL_S = 10.0
+"""Partitions change by hand, rarely; a reservation may be made at any time, and the
+bridge must not pin a job into its window for long (Slurm itself would not start it
+there: it would wait on its pinned nodes until the bridge re-holds it)."""
 
 
 @dataclass
@@ -37,33 +45,44 @@ class SlurmBackend:
     name: str = "slurm"
     splits_tasks: bool = True
     _finished_source_found: str | None = None
-    _limits: tuple[float, dict[str, int | None]] | None = None
+    _partitions: tuple[float, dict[str, PartitionView]] | None = None
+    _reservations: tuple[float, tuple[ReservationView, ...]] | None = None
 
     def _cmd(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
 
     # ---- reading ---------------------------------------------------------------
-    def _partition_limits(self) -> dict[str, int | None]:
-        """Partitions' MaxTime, read once a minute: they change by hand, rarely, and the
-        read is one more RPC to slurmctld per cycle otherwise."""
+    def _partition_views(self) -> dict[str, PartitionView]:
+        """Partitions' nodes and limits, read once a minute: they change by hand, rarely,
+        and the read is one more RPC to slurmctld per cycle otherwise."""
         now = time.monotonic()
-        if self._limits is None or now - self._limits[0] >= PARTITIONS_TTL_S:
+        if self._partitions is None or now - self._partitions[0] >= PARTITIONS_TTL_S:
             text = self.runner.run([self._cmd("scontrol"), "-o", "show", "partition"])
-            self._limits = (now, partition_max_minutes(text))
-        return self._limits[1]
+            self._partitions = (now, parse_partitions(text))
+        return self._partitions[1]
+
+    def _reservation_views(self) -> tuple[ReservationView, ...]:
+        now = time.monotonic()
+        if self._reservations is None or now - self._reservations[0] >= RESERVATIONS_TTL_S:
+            text = self.runner.run(
+                [self._cmd("scontrol"), "-o", "show", "reservation"], env=EPOCH_TIMES
+            )
+            self._reservations = (now, parse_reservations(text))
+        return self._reservations[1]
 
     def read_state(self) -> ClusterState:
         now = int(time.time())
-        limits = self._partition_limits()
+        partitions = self._partition_views()
+        limits = partition_max_minutes(partitions)
         notes: list[str] = []
         if self.source == "rest" and self.rest is not None:
             nodes_doc, jobs_doc = self.rest.nodes(), self.rest.jobs()
-            return self._from_json(now, nodes_doc, jobs_doc, limits, notes)
+            return self._from_json(now, nodes_doc, jobs_doc, partitions, notes)
         if self.source == "json":
             try:
                 nodes_doc = _load(self.runner.run([self._cmd("sinfo"), "--json"]), "sinfo")
                 jobs_doc = _load(self.runner.run([self._cmd("squeue"), "-a", "--json"]), "squeue")
-                return self._from_json(now, nodes_doc, jobs_doc, limits, notes)
+                return self._from_json(now, nodes_doc, jobs_doc, partitions, notes)
             except (CommandError, StateParseError) as exc:
                 # Slurm built without JSON support: keep going with the text formats.
                 log.warning("JSON state unavailable, using text formats: %s", exc)
@@ -72,7 +91,7 @@ class SlurmBackend:
             self.runner.run(slurm_text.sinfo_argv(self._cmd("sinfo"))), self.partitions
         )
         extras = slurm_text.job_extras(
-            self.runner.run([self._cmd("scontrol"), "-o", "show", "job"])
+            self.runner.run([self._cmd("scontrol"), "-o", "show", "job"], env=EPOCH_TIMES)
         )
         jobs = slurm_text.parse_jobs(
             self.runner.run(slurm_text.squeue_argv(self._cmd("squeue")), env=EPOCH_TIMES),
@@ -82,14 +101,31 @@ class SlurmBackend:
             partition_max=limits,
             unlimited_s=self.unlimited_s,
         )
-        return ClusterState(time=now, nodes=nodes, jobs=jobs, notes=tuple(notes))
+        return self._state(now, nodes, jobs, partitions, notes)
+
+    def _state(
+        self,
+        now: int,
+        nodes: dict,
+        jobs: list[JobView],
+        partitions: dict[str, PartitionView],
+        notes: list[str],
+    ) -> ClusterState:
+        return ClusterState(
+            time=now,
+            nodes=nodes,
+            jobs=jobs,
+            notes=tuple(notes),
+            partitions=partitions,
+            reservations=self._reservation_views(),
+        )
 
     def _from_json(
         self,
         now: int,
         nodes_doc: dict,
         jobs_doc: dict,
-        limits: dict[str, int | None],
+        partitions: dict[str, PartitionView],
         notes: list[str],
     ) -> ClusterState:
         nodes = slurm_json.parse_nodes(nodes_doc, self.partitions)
@@ -97,14 +133,19 @@ class SlurmBackend:
             jobs_doc,
             tag=self.tag,
             partitions=self.partitions,
-            partition_max=limits,
+            partition_max=partition_max_minutes(partitions),
             unlimited_s=self.unlimited_s,
         )
-        return ClusterState(time=now, nodes=nodes, jobs=jobs, notes=tuple(notes))
+        return self._state(now, nodes, jobs, partitions, notes)
 
     # ---- acting ----------------------------------------------------------------
     def start(
-        self, job_id: str, allocation: Mapping[str, int], *, cpus_per_node: int | None = None
+        self,
+        job_id: str,
+        allocation: Mapping[str, int],
+        *,
+        cpus_per_node: int | None = None,
+        partition: str | None = None,
     ) -> None:
         scontrol = self._cmd("scontrol")
         update = [
@@ -117,6 +158,8 @@ class SlurmBackend:
             # TasksPerNode= would not do it: Slurm 22.05 records it and still fills the
             # first node (-N 2 -n 10 ran 7 + 3 on the test bed); MinCPUsNode= splits evenly.
             update.append(f"MinCPUsNode={cpus_per_node}")
+        if partition is not None:
+            update.append(f"Partition={partition}")
         self.runner.run(update)
         self.runner.run([scontrol, "release", job_id])
 

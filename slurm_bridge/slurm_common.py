@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
+from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
-from cpsched.slurm_bridge.model import NodeStateName
+from cpsched.slurm_bridge.model import NodeStateName, PartitionView, ReservationView
 
 _RUNNING_STATES = {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED"}
 _END_STATES = {
@@ -81,15 +82,63 @@ def time_limit_minutes(text: str | int | None) -> int | None:
     return days * 1440 + hours * 60 + minutes + (1 if seconds else 0)
 
 
-def partition_max_minutes(scontrol_show_partition: str) -> dict[str, int | None]:
-    """``scontrol -o show partition`` → partition → MaxTime in minutes (None: unlimited)."""
-    limits: dict[str, int | None] = {}
+def _fields(line: str) -> dict[str, str]:
+    """``Key=value Key2=value2`` (``scontrol -o show ...``) → dict."""
+    return dict(re.findall(r"(?:^|\s)([A-Za-z]+)=(\S*)", line))
+
+
+def parse_partitions(scontrol_show_partition: str) -> dict[str, PartitionView]:
+    """``scontrol -o show partition`` → each partition's nodes and limits."""
+    partitions: dict[str, PartitionView] = {}
     for line in scontrol_show_partition.splitlines():
-        name = re.search(r"(?:^|\s)PartitionName=(\S+)", line)
-        max_time = re.search(r"(?:^|\s)MaxTime=(\S+)", line)
-        if name:
-            limits[name.group(1)] = time_limit_minutes(max_time.group(1)) if max_time else None
-    return limits
+        f = _fields(line)
+        name = f.get("PartitionName")
+        if not name:
+            continue
+        max_time = time_limit_minutes(f["MaxTime"]) if "MaxTime" in f else None
+        max_nodes = f.get("MaxNodes", "UNLIMITED")
+        nodes = f.get("Nodes", "")
+        partitions[name] = PartitionView(
+            name=name,
+            nodes=tuple(hostlist.expand(nodes if nodes != "(null)" else "")),
+            max_time_s=max_time * 60 if max_time is not None else None,
+            max_nodes=int(max_nodes) if max_nodes.isdigit() else None,
+            exclusive=f.get("OverSubscribe", "").upper() == "EXCLUSIVE",
+        )
+    return partitions
+
+
+def partition_max_minutes(partitions: dict[str, PartitionView]) -> dict[str, int | None]:
+    """Each partition's MaxTime in minutes (None: unlimited)."""
+    return {
+        name: p.max_time_s // 60 if p.max_time_s is not None else None
+        for name, p in partitions.items()
+    }
+
+
+def parse_reservations(scontrol_show_reservation: str) -> tuple[ReservationView, ...]:
+    """``scontrol -o show reservation`` with ``SLURM_TIME_FORMAT=%s`` → reservations."""
+    found: list[ReservationView] = []
+    for line in scontrol_show_reservation.splitlines():
+        f = _fields(line)
+        name, start, end = f.get("ReservationName"), f.get("StartTime"), f.get("EndTime")
+        if not name or start is None or end is None:
+            continue
+        if not (start.isdigit() and end.isdigit()):
+            raise StateParseError(
+                f"reservation {name}: times {start!r}/{end!r} are not epoch seconds "
+                "(run scontrol with SLURM_TIME_FORMAT=%s)"
+            )
+        nodes = f.get("Nodes", "")
+        found.append(
+            ReservationView(
+                name=name,
+                nodes=tuple(hostlist.expand(nodes if nodes != "(null)" else "")),
+                start=int(start),
+                end=int(end),
+            )
+        )
+    return tuple(found)
 
 
 def memory_mib(text: str | None) -> int | None:

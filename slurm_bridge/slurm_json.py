@@ -8,7 +8,7 @@ from typing import Any
 
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
-from cpsched.slurm_bridge.model import JobView, NodeView
+from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
 from cpsched.slurm_bridge.slurm_common import is_ending, job_state, memory_mib, node_state
 from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
 
@@ -43,8 +43,32 @@ def parse_nodes(doc: Doc, partitions: list[str]) -> dict[str, NodeView]:
             used={r: used.get(r, 0) for r in capacity},
             state=node_state(str(raw.get("state", "")), raw.get("state_flags") or ()),
             partitions=parts,
+            features=_words(raw.get("active_features")),
         )
     return nodes
+
+
+def _words(value: Any) -> tuple[str, ...]:
+    """A node's features: ``"skylake,ib"`` (or a list, in newer versions) → names."""
+    if isinstance(value, list):
+        return tuple(str(v) for v in value if v)
+    return tuple(w for w in str(value or "").split(",") if w and w != "(null)")
+
+
+def job_rules(raw: Doc, request: SlurmRequest) -> JobRules:
+    """The site's rules on one ``squeue --json`` job (see :class:`JobRules`)."""
+    dependency = str(raw.get("dependency") or "")
+    per_node = _int(raw.get("tasks_per_node")) or None
+    return JobRules(
+        features=str(raw.get("features") or ""),
+        exclusive=str(raw.get("shared") or "") in {"none", "user", "mcs"},
+        min_nodes=request.node_count if request.node_count > 1 else None,
+        max_nodes=request.max_nodes or None,
+        tasks_per_node=per_node,
+        reservation=str(raw.get("resv_name") or ""),
+        dependency="" if dependency == "(null)" else dependency,
+        begin=_int(raw.get("eligible_time")) or None,
+    )
 
 
 def job_id(raw: Doc) -> str:
@@ -128,6 +152,7 @@ def parse_job(
         end=end if state not in {"pending", "running"} and end else None,
         allocation=allocation,
         required_nodes=tuple(hostlist.expand(str(raw.get("required_nodes") or ""))),
+        rules=job_rules(raw, request),
     )
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
-from cpsched.slurm_bridge.model import JobView, NodeView
+from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
 from cpsched.slurm_bridge.slurm_common import (
     is_ending,
     job_state,
@@ -59,6 +59,7 @@ SINFO_FIELDS = (
     "GresUsed",
     "CPUsState",
     "AllocMem",
+    "Features",
     "Partition",
 )
 
@@ -91,6 +92,7 @@ class JobExtras:
     mem_per_cpu: int | None = None
     mem_per_node: int | None = None
     max_nodes: int = 0  # 0: not limited ("NumNodes=1"); "NumNodes=2-2" gives 2
+    rules: JobRules = field(default_factory=JobRules)
 
 
 def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
@@ -111,8 +113,35 @@ def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
             mem_per_cpu=memory_mib(per_cpu.group(1)) if per_cpu else None,
             mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
             max_nodes=int(node_range.group(1)) if node_range else 0,
+            rules=_rules(line),
         )
     return found
+
+
+def _value(line: str, key: str) -> str:
+    """One ``Key=value`` of a ``scontrol -o`` line; "" when absent or ``(null)``."""
+    match = re.search(rf"(?:^|\s){re.escape(key)}=(\S*)", line)
+    value = match.group(1) if match else ""
+    return "" if value in {"(null)", "N/A", "Unknown", "None"} else value
+
+
+def _rules(line: str) -> JobRules:
+    """The site's rules from a ``scontrol -o show job`` line (run with
+    ``SLURM_TIME_FORMAT=%s``, so times are epoch seconds)."""
+    nodes = re.search(r"\sNumNodes=(\d+)(?:-(\d+))?\s", line)
+    low = int(nodes.group(1)) if nodes else 1
+    per_node = _value(line, "NtasksPerN:B:S:C").split(":")[0]
+    begin = _value(line, "EligibleTime")
+    return JobRules(
+        features=_value(line, "Features"),
+        exclusive=_value(line, "OverSubscribe") in {"NO", "USER", "MCS"},
+        min_nodes=low if low > 1 else None,
+        max_nodes=int(nodes.group(2)) if nodes and nodes.group(2) else None,
+        tasks_per_node=int(per_node) if per_node.isdigit() and int(per_node) > 0 else None,
+        reservation=_value(line, "Reservation"),
+        dependency=_value(line, "Dependency"),
+        begin=int(begin) if begin.isdigit() else None,
+    )
 
 
 def parse_nodes(text: str, partitions: list[str]) -> dict[str, NodeView]:
@@ -125,7 +154,7 @@ def parse_nodes(text: str, partitions: list[str]) -> dict[str, NodeView]:
         cols = line.split("|")
         if len(cols) != len(SINFO_FIELDS):
             raise StateParseError(f"sinfo line has {len(cols)} fields, not {len(SINFO_FIELDS)}")
-        name, state, cpus, mem, gres, gres_used, cpus_state, alloc_mem, partition = (
+        name, state, cpus, mem, gres, gres_used, cpus_state, alloc_mem, features, partition = (
             c.strip() for c in cols
         )
         partition = partition.rstrip("*")
@@ -142,6 +171,7 @@ def parse_nodes(text: str, partitions: list[str]) -> dict[str, NodeView]:
             used={r: used.get(r, 0) for r in capacity},
             state=node_state(state),
             partitions=tuple(sorted(parts_of[name])),
+            features=tuple(w for w in features.split(",") if w and w != "(null)"),
         )
     return nodes
 
@@ -216,6 +246,7 @@ def parse_jobs(
                 if state == "running"
                 else {},
                 required_nodes=tuple(hostlist.expand(row["ReqNodes"])),
+                rules=extra.rules,
             )
         )
     return jobs

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
+from cpsched.slurm_bridge.eligibility import held_back
 from cpsched.slurm_bridge.model import ClusterState, JobView, NodeView
 from cpsched.wire.schemas import (
     DispatchRequest,
     FinishedJobIn,
     JobIn,
     NodeIn,
+    PartitionIn,
+    ReservationIn,
     RunningJobIn,
     end_state,
 )
@@ -20,18 +25,81 @@ from cpsched.wire.schemas import (
 log = logging.getLogger("slurm_bridge.snapshot")
 
 
-# A multi-node job (sbatch -N k) can only run with one unit per node, and the wire
-# schema has no "at most one unit per node" field. Each node therefore offers one
-# NODE_SLOT and each unit of such a job takes one: the dispatcher cannot stack two of
-# its units on a node. (Two -N jobs then never share a node: safe, a little wasteful.)
-NODE_SLOT = "node"
-
-
 def _per_unit(job: JobView) -> dict[str, int]:
-    amounts = {r: a for r, a in job.shape.per_unit.items() if a > 0}
-    if job.shape.one_unit_per_node:
-        amounts[NODE_SLOT] = 1
-    return amounts
+    return {r: a for r, a in job.shape.per_unit.items() if a > 0}
+
+
+def _rule_fields(job: JobView, state: ClusterState, declared: set[str]) -> dict[str, Any]:
+    """A queued job's site rules as wire fields (only those that say something); its
+    ``partition`` names only the partitions the snapshot declares."""
+    rules, shape = job.rules, job.shape
+    names = [p for p in job.partition.split(",") if p in declared]
+    fields: dict[str, Any] = {"partition": ",".join(names)}
+    if rules.features:
+        fields["features"] = rules.features
+    if _exclusive(job, state):
+        fields["exclusive"] = True
+    if shape.one_unit_per_node:
+        # a unit is one node's share (sbatch -N k): exactly k nodes, one unit each
+        fields.update(min_nodes=shape.units, max_nodes=shape.units, tasks_per_node=1)
+    elif not shape.single_node:
+        fields.update(
+            {
+                k: v
+                for k, v in (
+                    ("min_nodes", rules.min_nodes),
+                    ("max_nodes", rules.max_nodes),
+                    ("tasks_per_node", rules.tasks_per_node),
+                )
+                if v is not None
+            }
+        )
+    if rules.reservation:
+        fields["reservation"] = rules.reservation
+    why = held_back(job, state.time)
+    if why is not None:
+        fields.update(eligible=False, reason=_label(why))
+    return fields
+
+
+def _exclusive(job: JobView, state: ClusterState) -> bool:
+    """Whether ``job`` takes whole nodes: asked for, or its partition's rule."""
+    return job.rules.exclusive or any(
+        state.partitions[p].exclusive for p in job.partition.split(",") if p in state.partitions
+    )
+
+
+_FEATURE = re.compile(r"^[A-Za-z0-9_.:+/-]{1,128}$")
+
+
+def _features(node: NodeView, notes: list[str]) -> list[str]:
+    good = [f for f in node.features if _FEATURE.match(f)]
+    if len(good) < len(node.features):
+        notes.append(f"node {node.name}: features not sent (unusual characters)")
+    return good
+
+
+def _site(state: ClusterState) -> dict[str, Any]:
+    """The partitions and reservations on the managed nodes (those in the snapshot)."""
+    managed = state.nodes
+    partitions = [
+        PartitionIn(
+            name=p.name,
+            nodes=[n for n in p.nodes if n in managed],
+            max_time=p.max_time_s,
+            max_nodes=p.max_nodes,
+        )
+        for p in state.partitions.values()
+        if any(n in managed for n in p.nodes)
+    ]
+    reservations = [
+        ReservationIn(
+            name=r.name, nodes=[n for n in r.nodes if n in managed], start=r.start, end=r.end
+        )
+        for r in state.reservations
+        if r.end > state.time and any(n in managed for n in r.nodes) and r.end > r.start
+    ]
+    return {"partitions": partitions, "reservations": reservations}
 
 
 _CONTROL = dict.fromkeys([*range(32), 127], "\ufffd")
@@ -48,12 +116,13 @@ def _job_fields(job: JobView, *, splits_tasks: bool = False, exact: bool = False
     """A job's wire fields; ``exact`` keeps its names as they are (a finished job's
     record: the service refuses it rather than store a changed name)."""
     label = (lambda text: text) if exact else _label
+    partition = label(job.partition)
     return {
         "id": job.id,
         "user": label(job.user),
         "group": label(job.group),
         "name": label(job.name),
-        "partition": label(job.partition),
+        "partition": partition,
         "submit": job.submit,
         "time_limit": job.time_limit_s,
         "units": job.shape.units,
@@ -124,6 +193,7 @@ def dispatch_request(
                 start=job.start,
                 allocation=dict(job.allocation),
                 extensions=extensions.get(job.id, 0),
+                exclusive=_exclusive(job, state),
             )
         )
     # What Slurm counts on each node but the snapshot does not carry, from the jobs Slurm
@@ -131,7 +201,10 @@ def dispatch_request(
     held = _held_by(running)
     nodes = [
         NodeIn(
-            name=n.name, resources={**_usable(n, held.get(n.name, {})), NODE_SLOT: 1}, state=n.state
+            name=n.name,
+            resources=_usable(n, held.get(n.name, {})),
+            state=n.state,
+            features=_features(n, notes),
         )
         for n in state.nodes.values()
     ]
@@ -150,13 +223,15 @@ def dispatch_request(
                 extensions=extensions.get(job_id, 0),
             )
         )
+    site = _site(state)
+    declared = {p.name for p in site["partitions"]}
     queued = [
-        JobIn(**_job_fields(j, splits_tasks=splits_tasks))
+        JobIn(**{**_job_fields(j, splits_tasks=splits_tasks), **_rule_fields(j, state, declared)})
         for j in queued_jobs(state, shadow=shadow)
     ]
     return (
         DispatchRequest(
-            time=state.time, nodes=nodes, running=running, queued=queued, dry_run=shadow
+            time=state.time, nodes=nodes, running=running, queued=queued, dry_run=shadow, **site
         ),
         notes,
     )

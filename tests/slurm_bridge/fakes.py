@@ -82,7 +82,12 @@ class FakeCluster:
         )
 
     def start(
-        self, job_id: str, allocation: Mapping[str, int], *, cpus_per_node: int | None = None
+        self,
+        job_id: str,
+        allocation: Mapping[str, int],
+        *,
+        cpus_per_node: int | None = None,
+        partition: str | None = None,
     ) -> None:
         nodes = list(allocation)
         self.calls.append(("start", job_id, *nodes))

@@ -108,7 +108,7 @@ def test_node_count_jobs_get_their_share_as_the_least_cpus_per_node() -> None:
     seen: list[object] = []
 
     class Recording(FakeCluster):
-        def start(self, job_id, allocation, *, cpus_per_node=None):  # type: ignore[no-untyped-def]
+        def start(self, job_id, allocation, *, cpus_per_node=None, partition=None):  # type: ignore[no-untyped-def]
             seen.append((job_id, dict(allocation), cpus_per_node))
 
     state = cluster(held("n", units=2, shape=per_node))

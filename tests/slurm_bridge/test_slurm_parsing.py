@@ -10,7 +10,13 @@ import pytest
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.finished import parse_sacct
-from cpsched.slurm_bridge.slurm_common import node_state, partition_max_minutes, time_limit_minutes
+from cpsched.slurm_bridge.slurm_common import (
+    node_state,
+    parse_partitions,
+    parse_reservations,
+    partition_max_minutes,
+    time_limit_minutes,
+)
 from cpsched.slurm_bridge.slurm_json import parse_jobs, parse_nodes
 from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres
 from cpsched.slurm_bridge.slurm_text import job_extras
@@ -140,12 +146,40 @@ def test_unlimited_limit_takes_partition_maximum_then_setting() -> None:
     assert {j.time_limit_s for j in without if j.state == "completed"} == {999}
 
 
-def test_partition_max_times() -> None:
-    line = (
-        "PartitionName=batch AllowGroups=ALL DefaultTime=00:10:00 MaxTime=UNLIMITED x\n"
-        "PartitionName=short MaxTime=02:00:00 Nodes=a\n"
+def test_partitions_nodes_and_limits() -> None:
+    text = (
+        "PartitionName=batch AllowGroups=ALL DefaultTime=00:10:00 MaxTime=UNLIMITED "
+        "MaxNodes=UNLIMITED Nodes=gpu[1-2],node[1-4] OverSubscribe=NO x\n"
+        "PartitionName=short MaxTime=02:00:00 MaxNodes=1 Nodes=a OverSubscribe=EXCLUSIVE\n"
     )
-    assert partition_max_minutes(line) == {"batch": None, "short": 120}
+    partitions = parse_partitions(text)
+    assert partition_max_minutes(partitions) == {"batch": None, "short": 120}
+    batch, short = partitions["batch"], partitions["short"]
+    assert batch.nodes == ("gpu1", "gpu2", "node1", "node2", "node3", "node4")
+    assert (batch.max_nodes, batch.exclusive) == (None, False)
+    assert (short.nodes, short.max_time_s, short.max_nodes, short.exclusive) == (
+        ("a",),
+        7200,
+        1,
+        True,
+    )
+
+
+def test_reservations_need_epoch_times() -> None:
+    line = (
+        "ReservationName=maint StartTime=1795532309 EndTime=1795535909 Duration=01:00:00 "
+        "Nodes=node[3-4] NodeCnt=2 Flags=MAINT,SPEC_NODES Users=root State=INACTIVE\n"
+    )
+    (maint,) = parse_reservations(line)
+    assert (maint.name, maint.nodes, maint.start, maint.end) == (
+        "maint",
+        ("node3", "node4"),
+        1795532309,
+        1795535909,
+    )
+    assert parse_reservations("No reservations in the system\n") == ()
+    with pytest.raises(StateParseError, match="SLURM_TIME_FORMAT"):
+        parse_reservations(line.replace("1795532309", "2026-11-24T14:58:29"))
 
 
 def test_text_fallback_matches_json() -> None:

@@ -3,7 +3,10 @@
 # Run as root. Installs the Debian packages when missing. Everything lives under $TB
 # (first argument); every daemon's pid is kept under $TB/run so stop.sh stops exactly
 # what this started. Adapted from ../shared/slurm/start-testbed.sh.
-#   CPU_NODES / GPU_NODES: fake nodes (node1..: 4 CPUs 4000 MB; gpu1..: 8 CPUs 8000 MB gpu:2)
+#   CPU_NODES / GPU_NODES: fake nodes (node1..: 4 CPUs 4000 MB, features skylake,ib on odd
+#     ones and icelake on even ones; gpu1..: 8 CPUs 8000 MB gpu:2, features ampere,ib);
+#     partitions batch (default) and shadowq over all nodes, cpu (node*, MaxTime 120 min)
+#     and gpu (gpu*, MaxTime 60 min, MaxNodes 1)
 #   CTLD_PORT / SLURMD_BASE_PORT: ports (the fixture picks free ones)
 #   KIT_DIR: the bridge's kit (slurm_bridge/kit) to install: its job_submit.lua (holding
 #     every job but those of partition shadowq, left to Slurm) and its cpsched-wake as
@@ -65,15 +68,18 @@ munged --force --socket="$MSOCK" --key-file="$TB/munge/munge.key" \
 wait_for 10 munged bash -c "munge -n -S '$MSOCK' | unmunge -S '$MSOCK'"
 
 # ---- configuration ----------------------------------------------------------------
+CPU_PARTITION=""; GPU_PARTITION=""
+[ "$CPU_NODES" -gt 0 ] && CPU_PARTITION="PartitionName=cpu Nodes=node[1-$CPU_NODES] DefaultTime=10 MaxTime=120 State=UP"
+[ "$GPU_NODES" -gt 0 ] && GPU_PARTITION="PartitionName=gpu Nodes=gpu[1-$GPU_NODES] DefaultTime=10 MaxTime=60 MaxNodes=1 State=UP"
 NODES=(); NODELINES=""; port=$SLURMD_BASE_PORT
 for i in $(seq 1 "$CPU_NODES"); do
   NODES+=("node$i")
-  NODELINES+="NodeName=node$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=4 RealMemory=4000 State=UNKNOWN"$'\n'
+  NODELINES+="NodeName=node$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=4 RealMemory=4000 Features=$( ((i % 2)) && echo skylake,ib || echo icelake ) State=UNKNOWN"$'\n'
   port=$((port + 1))
 done
 for i in $(seq 1 "$GPU_NODES"); do
   NODES+=("gpu$i")
-  NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=8 RealMemory=8000 Gres=gpu:2 State=UNKNOWN"$'\n'
+  NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=8 RealMemory=8000 Gres=gpu:2 Features=ampere,ib State=UNKNOWN"$'\n'
   port=$((port + 1))
 done
 JOBSUBMIT=""; EPILOG=""
@@ -128,6 +134,9 @@ $NODELINES
 PartitionName=batch Nodes=ALL Default=YES DefaultTime=10 MaxTime=INFINITE State=UP
 # left to Slurm's own scheduler by the tests' job_submit.lua (shadow-mode tests)
 PartitionName=shadowq Nodes=ALL Default=NO DefaultTime=10 MaxTime=INFINITE State=UP
+# two partitions with their own node sets and limits (the site-policy tests)
+$CPU_PARTITION
+$GPU_PARTITION
 CONF
 
 # fake GPUs: gres/gpu needs File= entries that are character devices -> symlinks to /dev/null
