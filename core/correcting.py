@@ -12,7 +12,19 @@ from dataclasses import replace
 from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
-from cpsched.core.problem import Decision, Extension, Snapshot
+from cpsched.core.problem import Decision, Extension, RunningJob, Snapshot
+
+
+def reservation_cap(snapshot: Snapshot, rj: RunningJob) -> int:
+    """The longest limit ``rj`` may have without running into a reservation that starts
+    later on one of its nodes (a maintenance window is never extended into)."""
+    nodes = {node for node, _ in rj.allocation}
+    starts = [
+        r.start
+        for r in snapshot.site.reservations
+        if r.start > snapshot.time and not nodes.isdisjoint(r.nodes)
+    ]
+    return min(starts) - rj.start if starts else 1 << 62
 
 
 def extensions_due(snapshot: Snapshot, policy: CorrectionPolicy) -> tuple[Extension, ...]:
@@ -25,6 +37,8 @@ def extensions_due(snapshot: Snapshot, policy: CorrectionPolicy) -> tuple[Extens
         if not policy.due(rj.start, rj.time_limit, now):
             continue
         new_limit = policy.next_limit(rj.time_limit, rj.extensions)
+        if new_limit is not None:
+            new_limit = min(new_limit, reservation_cap(snapshot, rj))
         if new_limit is not None and new_limit > rj.time_limit:
             due.append(
                 Extension(

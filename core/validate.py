@@ -7,7 +7,7 @@ bookkeeping, so a bug in a dispatcher's capacity tracking cannot hide here.
 from __future__ import annotations
 
 from cpsched.core.problem import Decision, Snapshot, make_snapshot
-from cpsched.core.validate_site import site_violations
+from cpsched.core.validate_site import extension_into_reservation, site_violations
 from cpsched.errors import InvalidDecisionError, SnapshotError
 
 
@@ -92,6 +92,8 @@ def decision_violations(snapshot: Snapshot, decision: Decision) -> list[str]:
             violations.append(
                 f"extension would shorten job {ext.job_id}: {rj.time_limit} → {ext.new_limit}"
             )
+        else:
+            violations.extend(extension_into_reservation(snapshot, rj, ext.new_limit))
     return violations
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cpsched.core.problem import Decision, Job, Snapshot, Start
+from cpsched.core.problem import Decision, Job, RunningJob, Snapshot, Start
 from cpsched.core.site import Partition, ineligible_reason
 
 
@@ -94,3 +94,15 @@ def _fits_partition(job: Job, nodes: list[int], partition: Partition) -> bool:
         and (partition.max_time is None or job.time_limit <= partition.max_time)
         and (partition.max_nodes is None or len(nodes) <= partition.max_nodes)
     )
+
+
+def extension_into_reservation(snapshot: Snapshot, rj: RunningJob, new_limit: int) -> list[str]:
+    """A new limit that would carry a running job into a reservation starting later on
+    one of its nodes."""
+    end = rj.start + new_limit
+    return [
+        f"extension of job {rj.job.id} to {new_limit} s runs into reservation {r.name} "
+        f"from {r.start}"
+        for r in snapshot.site.reservations
+        if snapshot.time < r.start < end and any(n in r.nodes for n, _ in rj.allocation)
+    ]

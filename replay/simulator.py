@@ -144,11 +144,18 @@ class Simulator:
         not_before = 0
         finished = 0
         never = 1 << 62
-        while submitted < len(trace) or events:
+        # A reservation's end frees its nodes for everyone: jobs kept off them may start
+        # then, though no job starts or ends (the machine may even be idle meanwhile).
+        site_wakes = sorted({r.end for r in self.system.rules.site.reservations}, reverse=True)
+        while submitted < len(trace) or events or (self._queue and site_wakes):
             next_submit = trace[submitted].job.submit if submitted < len(trace) else never
             next_event = events[0][0] if events else never
-            t = max(min(next_submit, next_event), not_before)
+            next_wake = site_wakes[-1] if site_wakes else never
+            t = max(min(next_submit, next_event, next_wake), not_before)
             wake = False
+            while site_wakes and site_wakes[-1] <= t:
+                site_wakes.pop()
+                wake = True
             while events and events[0][0] <= t:
                 when, kind, index, seen = heapq.heappop(events)
                 if seen != version[index]:
@@ -167,7 +174,8 @@ class Simulator:
                 submitted += 1
             if self._queue or wake:
                 not_before = self._dispatch(t)
-                if not self._running and submitted == len(trace) and self._queue:
+                stalled = not self._running and submitted == len(trace) and not site_wakes
+                if stalled and self._queue:
                     raise ReplayStalledError(
                         f"at t={t} the machine is idle and {len(self._queue)} jobs wait, but "
                         f"dispatcher {self.dispatcher.name!r} starts none of them"
@@ -187,6 +195,7 @@ class Simulator:
             free=tuple(self._rows),
             free_total=tuple(self._free_total),
             capacity_total=self._capacity_total,
+            site=self.system.rules.site,
         )
 
     def _dispatch(self, t: int) -> int:
@@ -234,7 +243,7 @@ class Simulator:
             job = by_id[s.job_id]
             index = self._index[job.id]
             self._efficiency[index] = self._allocation_efficiency(job, s.allocation)
-            shift(self._rows, self._free_total, s.allocation, job, -1)
+            shift(self._rows, self._free_total, s.allocation, job, -1, self.system.nodes)
             duration = self.book.started(job, start)
             limit = job.time_limit if self.options.limits == "requested" else duration
             running = RunningJob(job, start, limit, s.allocation)
@@ -283,7 +292,7 @@ class Simulator:
     def _finish(self, index: int, end: int) -> None:
         tj = self.trace[index]
         rj = self._running.pop(tj.job.id)
-        shift(self._rows, self._free_total, rj.allocation, tj.job, 1)
+        shift(self._rows, self._free_total, rj.allocation, tj.job, 1, self.system.nodes)
         self._end[index] = end
         killed = end < rj.start + tj.run_time
         self._killed[index] = killed

@@ -52,6 +52,7 @@ from cpsched.core.problem import Job
 from cpsched.errors import ConfigError, TraceError
 from cpsched.replay.swf_sidecar import UnitShape, read_sidecar, sidecar_path, unit_request
 from cpsched.replay.system import System
+from cpsched.replay.system_site import can_ever_run
 
 RULES: dict[str, str] = {
     "malformed": "skip: not exactly 18 finite numeric fields, or a fractional job number",
@@ -61,6 +62,10 @@ RULES: dict[str, str] = {
     "no_run_time": "skip: run time unknown (-1) or negative",
     "no_processors": "skip: neither requested nor allocated processors > 0",
     "exceeds_machine": "skip: more processors or memory per processor than the idle machine has",
+    "outside_partitions": (
+        "skip: cannot run in its queue's partitions (more than their nodes hold, or a time "
+        "limit over their max_time), as a workload manager refuses it at submission"
+    ),
     "zero_run_time": "clamp: run time 0 raised to 1 s",
     "procs_from_allocated": "fill: requested processors unknown, allocated processors used",
     "mem_from_used": "fill: requested memory unknown, used memory taken as the request",
@@ -281,14 +286,14 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                 trace_job, fixes = _kept_job(
                     v, labelled, procs, requests[mem], shape, unit, max_limit, system
                 )
-                if from_allocated:
-                    fixes.append("procs_from_allocated")
-                if from_used:
-                    fixes.append("mem_from_used")
+                fixes += ["procs_from_allocated"] * from_allocated + ["mem_from_used"] * from_used
+                if not _within_partitions(trace_job.job, system):
+                    fixes = ["outside_partitions"]
                 for fix in fixes:
                     note(fix, lineno)
-                jobs.append(trace_job)
-                kept += 1
+                if fixes != ["outside_partitions"]:
+                    jobs.append(trace_job)
+                    kept += 1
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceError(f"cannot read trace {path}: {exc}") from exc
     finally:
@@ -315,6 +320,11 @@ def _kept_job(
     number, submit, status = int(v[0]), round(v[1]), round(v[10])
     run, requested, fixes = _filled(round(v[3]), round(v[8]), max_limit)
     user, group, name, queue = labels
+    # Under a system file's partitions the job's queue is what a workload manager calls
+    # it: its partitions (so a replay over HTTP carries the same label as in process).
+    constraints = system.rules.constraints_for(queue)
+    if constraints is not None:
+        queue = ",".join(constraints.partitions)
     units, per_unit = procs, per_processor
     if shape is not None and unit is not None:
         units, per_unit, name = shape.units, unit, shape.name or name
@@ -329,9 +339,21 @@ def _kept_job(
         group=group,
         name=name,
         queue=queue,
+        constraints=constraints,
         resource_names=system.resource_names,
     )
     return TraceJob(job, run, status, max(0, round(v[2]))), fixes
+
+
+def _within_partitions(job: Job, system: System) -> bool:
+    return can_ever_run(
+        job.constraints,
+        job.units,
+        job.unit_request,
+        job.time_limit,
+        system.rules.site,
+        system.nodes,
+    )
 
 
 def _numbers(parts: list[str]) -> list[float] | None:

@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from cpsched.core.problem import Node
 from cpsched.errors import ConfigError, TraceError
+from cpsched.replay.system_site import NO_RULES, SiteRules, parse_site_rules
 
 if TYPE_CHECKING:
     from cpsched.replay.swf import SwfHeader
 
-_TOP_KEYS = ("name", "max_time_limit", "units", "nodes")
+_TOP_KEYS = ("name", "max_time_limit", "units", "nodes", "partitions", "reservations")
 _GROUP_KEYS = ("group", "count")
 _RESOURCE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -48,6 +49,8 @@ class System:
     """Partition maximum run time in seconds, when declared (caps wall-time extensions)."""
     source: str = ""
     """Where the description came from, for people: a file, or the SWF header."""
+    rules: SiteRules = NO_RULES
+    """Partitions, the queues they serve, and reservations (:mod:`.system_site`)."""
 
 
 def _is_int(value: object) -> bool:
@@ -96,8 +99,10 @@ def load_system(path: Path) -> System:
         names.extend(r for r in amounts if r not in names)
     nodes: list[Node] = []
     seen: set[str] = set()
+    group_nodes: dict[str, list[int]] = {}
     for group, count, amounts in parsed:
         capacity = tuple(amounts.get(r, 0) for r in names)
+        group_nodes.setdefault(group, []).extend(range(len(nodes), len(nodes) + count))
         for i in range(count):
             node_name = f"{group}{i:04d}"
             if node_name in seen:
@@ -113,6 +118,7 @@ def load_system(path: Path) -> System:
         nodes=tuple(nodes),
         max_time_limit=max_time_limit,
         source=where,
+        rules=parse_site_rules(data, group_nodes, where),
     )
 
 
