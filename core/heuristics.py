@@ -35,6 +35,18 @@ def by_submission(queue: Sequence[Job], durations: Durations) -> list[Job]:
     return list(queue)  # a snapshot's queue is in submission order already
 
 
+def by_site_priority(queue: Sequence[Job], durations: Durations) -> list[Job]:
+    """The site's priority first (``Job.priority``, higher first; a job without one
+    last), then submission order: FCFS and EASY as a site with multifactor priority runs
+    them."""
+    return sorted(queue, key=site_rank)
+
+
+def site_rank(job: Job) -> tuple[int, int]:
+    """Sort key of the site's order: higher priority first, then earlier submission."""
+    return (-(job.priority if job.priority is not None else -(1 << 62)), job.submit)
+
+
 def shortest_first(queue: Sequence[Job], durations: Durations) -> list[Job]:
     return sorted(queue, key=lambda j: (durations[j.id], j.submit))
 
@@ -44,6 +56,10 @@ def longest_first(queue: Sequence[Job], durations: Durations) -> list[Job]:
 
 
 ORDERS: dict[str, Order] = {"fcfs": by_submission, "sjf": shortest_first, "ljf": longest_first}
+
+QueueOrder = Literal["cpsched", "site"]
+"""Who goes first: cpsched's own order (FCFS and EASY: submission; the CP dispatchers:
+slowdown priority), or the site's priority (``Job.priority``)."""
 
 BackfillOrder = Literal["queue", "shortest"]
 """The order EASY tries backfill candidates in: the queue's, or shortest (by duration)

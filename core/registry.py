@@ -9,7 +9,13 @@ from cpsched.core.contextual import with_allocator_context
 from cpsched.core.correcting import CorrectingDispatcher
 from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.dispatcher import Dispatcher
-from cpsched.core.heuristics import ORDERS, BackfillOrder, ListDispatcher
+from cpsched.core.heuristics import (
+    ORDERS,
+    BackfillOrder,
+    ListDispatcher,
+    QueueOrder,
+    by_site_priority,
+)
 from cpsched.core.layout import LayingOutDispatcher
 from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
@@ -55,6 +61,7 @@ def make_dispatcher(
     state: DispatcherState | None = None,
     backfill_order: BackfillOrder = "queue",
     backfill_depth: int = 1,
+    queue_order: QueueOrder = "cpsched",
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -65,6 +72,8 @@ def make_dispatcher(
     ``state`` is what the dispatcher learns between calls: the caller keeps it (default:
     a fresh one, which nobody else sees). ``backfill_order`` is the order EASY tries
     backfill candidates in, ``backfill_depth`` how many blocked jobs get a reservation.
+    ``queue_order="site"`` orders FCFS, EASY and conservative by the site's priority (the
+    CP dispatchers take it from ``model``).
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
@@ -85,9 +94,12 @@ def make_dispatcher(
         order, backfill = HEURISTICS[name]
         counters = None if state is None else state.priority_counters
         placer = SitePlacement(make_allocator(allocator, counters=counters))
+        ordering = ORDERS[order]
+        if queue_order == "site" and order == "fcfs":
+            ordering = by_site_priority  # SJF and LJF keep their own orders
         listed = ListDispatcher(
             name,
-            ORDERS[order],
+            ordering,
             placer,
             backfill=backfill,
             plan=plan,

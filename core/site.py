@@ -269,7 +269,9 @@ def node_choices(
                 and (allowed_in is None or n in allowed_in)
                 and (group is None or group.admits(node_features[n]))
             )
-            if chosen:
+            if len(chosen) == len(node_features):
+                choices.append(NodeChoice(None, max_nodes))  # every node: nothing to mask
+            elif chosen:
                 choices.append(NodeChoice(chosen, max_nodes))
     return choices
 

@@ -77,6 +77,7 @@ def simulate(
         charge_decision_time=settings.charge_decision_time,
         limits=policy.limits,
         extension_lead=None if correction.kind == "off" else correction.lead,
+        site_priority=policy.priority == "site",
     )
     writer = None
     if settings.dump_instances is not None:

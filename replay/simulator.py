@@ -44,6 +44,7 @@ from cpsched.core import (
 from cpsched.core.capacity import shift
 from cpsched.errors import CpschedError
 from cpsched.predictor.base import Predictor
+from cpsched.replay.fairshare import FairShare
 from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
 from cpsched.replay.swf import TraceJob
 from cpsched.replay.system import System
@@ -65,6 +66,9 @@ class SimulatorOptions:
     limits: Literal["requested", "predicted"] = "requested"
     """Each job's time limit at start: its request, or its prediction."""
     extension_lead: int | None = None
+    site_priority: bool = False
+    """Give queued jobs a site's fair-share priority (:mod:`.fairshare`) at each call,
+    for a policy that follows the site's priority."""
     """Call the dispatcher this many seconds before a job would be killed, so that it
     can extend the limit (the correction policy's lead); None: never for that reason."""
 
@@ -114,6 +118,7 @@ class Simulator:
         largest = [max(col) for col in zip(*self._rows, strict=True)] if self._rows else []
         self._scale = [(r, 1.0 / c) for r, c in enumerate(largest) if c > 0]
         self._running: dict[str, RunningJob] = {}
+        self._fairshare = FairShare() if options.site_priority else None
         self._queue: list[Job] = []
         self.cluster = Cluster(dispatcher, predictor, overrun=overrun)
         self.book = self.cluster.book
@@ -170,6 +175,8 @@ class Simulator:
             while submitted < len(trace) and trace[submitted].job.submit <= t:
                 job = trace[submitted].job
                 self._queue.append(job)
+                if self._fairshare is not None:
+                    self._fairshare.seen(job)
                 self.book.queued(job, t)
                 submitted += 1
             if self._queue or wake:
@@ -186,12 +193,16 @@ class Simulator:
         return self._result()
 
     def _snapshot(self, t: int) -> Snapshot:
+        queued = tuple(self._queue)
+        if self._fairshare is not None:
+            rank = self._fairshare.priority
+            queued = tuple(replace(job, priority=rank(job, t)) for job in queued)
         return Snapshot(
             time=t,
             resource_names=self.system.resource_names,
             nodes=self.system.nodes,
             running=tuple(self._running.values()),
-            queued=tuple(self._queue),
+            queued=queued,
             free=tuple(self._rows),
             free_total=tuple(self._free_total),
             capacity_total=self._capacity_total,
@@ -297,6 +308,8 @@ class Simulator:
         killed = end < rj.start + tj.run_time
         self._killed[index] = killed
         self.book.finished(tj.job, rj.start, end, censored=killed)
+        if self._fairshare is not None:
+            self._fairshare.charge(tj.job, rj.start, end)
 
     def _result(self) -> ReplayResult:
         trace = self.trace

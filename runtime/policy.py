@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cpsched.core.allocators import make_allocator
 from cpsched.core.correction import CorrectionPolicy
-from cpsched.core.heuristics import BackfillOrder
+from cpsched.core.heuristics import BackfillOrder, QueueOrder
 from cpsched.core.registry import DISPATCHERS, is_cp, make_dispatcher
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS, make_predictor
@@ -122,6 +122,13 @@ class Policy(BaseModel):
         "shortest",
         description="EASY (and the EASY fallback): try backfill candidates in queue order, "
         "or shortest (predicted) first (EASY++'s shortest-job-backfilled-first).",
+    )
+    priority: QueueOrder = Field(
+        "cpsched",
+        description="Who goes first: cpsched's own order (FCFS/EASY: submission; CP: "
+        "slowdown priority) or the site's priority from the workload manager (site: "
+        "FCFS/EASY/conservative follow it; the CP dispatchers fill their window in its "
+        "order, slowdown breaking ties; a replay computes a fair-share priority).",
     )
     backfill_depth: int = Field(
         1,
@@ -283,6 +290,7 @@ class Policy(BaseModel):
             search_size_cap=self.cp_search_cap,
             fallback=FALLBACK[0],
             fallback_allocator=FALLBACK[1],
+            fallback_queue_order=self.priority,
             **effort,
         )
 
@@ -297,6 +305,7 @@ class Policy(BaseModel):
             time_unit=self.cp_time_unit,
             reserve_above=self.cp_reserve_above or None,
             reserve_after=self.cp_reserve_after or None,
+            site_order=self.priority == "site",
         )
 
     def make_dispatcher(
@@ -323,6 +332,7 @@ class Policy(BaseModel):
             state=state,
             backfill_order=self.backfill_order,
             backfill_depth=self.backfill_depth,
+            queue_order=self.priority,
         )
 
     def make_fallback(self, *, system_cap: int | None = None) -> Dispatcher:
@@ -334,6 +344,7 @@ class Policy(BaseModel):
             plan=False,
             correction=self.correction_policy(system_cap),
             backfill_order=self.backfill_order,
+            queue_order=self.priority,
         )
 
     def make_predictor(

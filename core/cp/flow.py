@@ -41,6 +41,7 @@ from cpsched.core.cp.search import (
 )
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
+from cpsched.core.heuristics import site_rank
 from cpsched.core.problem import Decision, Diagnostics, Job, Snapshot, Start
 from cpsched.core.state import DispatcherState
 from cpsched.core.validate import decision_violations
@@ -208,6 +209,8 @@ class CPDispatcher:
         budget.check("prepare")
         prios = priorities(snapshot.queued, durations, snapshot.time)
         order = priority_order(snapshot.queued, prios, durations)
+        if self.model.site_order:
+            order.sort(key=lambda job: site_rank(job)[0])  # stable: slowdown breaks ties
         guard = self._guard(snapshot, durations, order, prios)
         protected = None if guard is None else (guard.job, guard.start_by)
         prepared = prepare(snapshot, durations, self.model, order, prios, protected)

@@ -58,6 +58,10 @@ class ModelConfig:
     weight_scale: int = 1000
     reserve_above: float | None = 10.0
     reserve_after: int | None = None
+    site_order: bool = False
+    """Take the window in the site's priority order (``Job.priority``), slowdown
+    priority breaking ties; the objective stays total weighted slowdown. False: slowdown
+    priority alone, as the papers."""
 
     def __post_init__(self) -> None:
         if self.window < 1:

@@ -90,6 +90,8 @@ class SearchConfig:
     deterministic: bool = False
     fallback: str = "easy"
     fallback_allocator: str = "best-fit"
+    fallback_queue_order: str = "cpsched"
+    """The fallback's queue order (``cpsched`` or ``site``), as the policy's."""
     presolve: bool | None = None
     """CP-SAT's presolve; None: the dispatcher's default (on for HCP3; off for PCP3, whose
     node-level models it slows down more than it helps — measured on KTH)."""
@@ -148,11 +150,13 @@ class SearchConfig:
 def make_fallback(config: SearchConfig) -> Dispatcher:
     """The heuristic dispatcher ``config`` names. Imported here, not at module level:
     the registry will import the CP package to register its dispatchers."""
+    from cpsched.core.heuristics import QueueOrder
     from cpsched.core.registry import is_cp, make_dispatcher  # a cycle at module level
 
     if is_cp(config.fallback):
         raise ConfigError(f"the fallback must be a heuristic dispatcher, got {config.fallback!r}")
-    return make_dispatcher(config.fallback, config.fallback_allocator)
+    order: QueueOrder = "site" if config.fallback_queue_order == "site" else "cpsched"
+    return make_dispatcher(config.fallback, config.fallback_allocator, queue_order=order)
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,7 +73,8 @@ end = 40000
 def test_site_rules_give_the_same_results_over_http(tmp_path, traces_dir):
     system = tmp_path / "ctc-site.toml"
     system.write_text(CTC_SITE)
-    policy = Policy(dispatcher="easy", allocator="best-fit", predictor="last-two")
+    # A generous deadline: a loaded machine must not turn a slow call into a fallback.
+    policy = Policy(dispatcher="easy", allocator="best-fit", predictor="last-two", deadline=5)
     over_http, in_process = both_ways(
         tmp_path, traces_dir / "CTC-SP2-1996-3.1-cln.swf.gz", policy, {}, system=system
     )
