@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from cpsched.slurm_bridge.model import JobView
 
-WAITING_ONLY_FOR_ROOM = ("", "None", "Priority", "Resources", "JobHeldUser", "JobHeldAdmin")
+SLURM_WAITING_ONLY_FOR_ROOM = ("", "None", "Priority", "Resources", "JobHeldUser", "JobHeldAdmin")
 """Slurm's pending reasons that say nothing against starting the job now: it waits for
 room or its turn (or is held, by cpsched in active mode). Any other reason (a QOS or
 association limit, a partition down or over its limits, licenses...) is a rule the
@@ -17,15 +17,20 @@ job breaks now: such a job is sent as not eligible and never released."""
 _ROOM_PREFIXES = ("ReqNodeNotAvail", "Reservation")  # where, not whether: the core decides
 
 
+def slurm_blocked(reason: str) -> str:
+    """Slurm's pending reason when it is a rule the job breaks now; "" otherwise."""
+    reason = reason.strip()
+    if reason in SLURM_WAITING_ONLY_FOR_ROOM or reason.startswith(_ROOM_PREFIXES):
+        return ""
+    return reason
+
+
 def held_back(job: JobView, now: int) -> str | None:
-    """Why Slurm would not start ``job`` now whatever the nodes, or None."""
+    """Why the workload manager would not start ``job`` now whatever the nodes, or None."""
     rules = job.rules
     if rules.dependency:
         failed = "failed" in rules.dependency.lower()
         return "DependencyNeverSatisfied" if failed else f"Dependency ({rules.dependency})"
     if rules.begin is not None and rules.begin > now:
         return f"BeginTime ({rules.begin})"
-    reason = job.reason.strip()
-    if reason in WAITING_ONLY_FOR_ROOM or reason.startswith(_ROOM_PREFIXES):
-        return None
-    return reason
+    return rules.blocked or None

@@ -72,6 +72,9 @@ class JobRules:
     """What it still waits for (Slurm's ``afterok:12(unfulfilled)``); "" when nothing."""
     begin: int | None = None
     """Not before this time (``--begin``), epoch seconds."""
+    blocked: str = ""
+    """Another rule the workload manager says the job breaks now (a QOS or association
+    limit, a partition down...), in its words; "" when none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,16 @@ cannot release) and sets the custom resource ``Resource_List.<tag>=True``; the b
 (a PBS Manager) starts a job with ``qrls -h s`` then ``qrun -H <exec_vnode spec>``.
 
 Resources: ``ncpus`` → cpu, ``mem`` → mem (MiB), ``ngpus`` → gpu; a job's
-``select=N:ncpus=a:mem=b:ngpus=c`` gives N units of that chunk; ``place=scatter``/
-``excl`` means one chunk per node, ``place=pack`` one node.
+``select=N:ncpus=a:mem=b:ngpus=c`` gives N units of that chunk; ``place=scatter``
+means one chunk per node, ``place=pack`` one node, ``excl`` whole nodes (shared with no
+other job).
+
+Site rules: a queue whose vnodes name it (the vnode attribute ``queue``) runs only on
+them, any other queue on the vnodes that name no queue (PBS's node-queue association);
+a job with a ``depend`` attribute waits until each job it names has ended as asked
+(``afterok``: exit 0; ``afternotok``: not 0; ``afterany``: ended; ``after``: started),
+read from the same ``qstat -x`` listing: PBS itself keeps such a job on a system hold,
+which the bridge must never take for its own.
 """
 
 from __future__ import annotations
@@ -23,10 +31,12 @@ from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import (
     Amounts,
     ClusterState,
+    JobRules,
     JobShape,
     JobView,
     NodeStateName,
     NodeView,
+    PartitionView,
 )
 from cpsched.slurm_bridge.runner import Runner
 
@@ -168,9 +178,52 @@ def job_shape(resource_list: Mapping[str, Any]) -> JobShape:
     if "pack" in place or units == 1:
         whole = {name: amount * units for name, amount in per_unit.items()}
         return JobShape(units=1, per_unit=whole, single_node=True)
-    return JobShape(
-        units=units, per_unit=per_unit, one_unit_per_node="scatter" in place or "excl" in place
+    return JobShape(units=units, per_unit=per_unit, one_unit_per_node="scatter" in place)
+
+
+def is_exclusive(resource_list: Mapping[str, Any]) -> bool:
+    """``place=...:excl`` (or ``exclhost``): the job's vnodes are shared with no other job."""
+    return any(
+        word in {"excl", "exclhost"} for word in str(resource_list.get("place", "")).split(":")
     )
+
+
+_ENDED = {"F", "X"}
+
+
+def unmet_dependencies(depend: str, jobs: Mapping[str, Any]) -> str:
+    """The parts of a ``depend`` attribute not met by the jobs of ``jobs`` (the qstat -x
+    listing, by id); "" when all are. A job not in the listing is taken as not ended."""
+    unmet: list[str] = []
+    for clause in depend.split(","):
+        kind, _, ids = clause.partition(":")
+        if not kind.startswith("after"):
+            continue  # before*: the other jobs wait for this one, not this one for them
+        for other in ids.split(":"):
+            other_id = other.split("@", 1)[0]
+            raw = jobs.get(other_id) or {}
+            state = str(raw.get("job_state", ""))
+            ended = state in _ENDED
+            code = int(raw.get("Exit_status", 0) or 0)
+            met = {
+                "after": state in {"R", "E"} or ended,
+                "afterany": ended,
+                "afterok": ended and code == 0,
+                "afternotok": ended and code != 0,
+            }.get(kind, False)
+            if not met:
+                unmet.append(f"{kind}:{other_id}")
+    return ",".join(unmet)
+
+
+def queue_partitions(nodes: Mapping[str, NodeView], queues: set[str]) -> dict[str, PartitionView]:
+    """Each queue's vnodes: those naming it, else those naming no queue."""
+    free_for_all = tuple(name for name, node in nodes.items() if not node.partitions)
+    partitions: dict[str, PartitionView] = {}
+    for queue in sorted(queues):
+        own = tuple(name for name, node in nodes.items() if queue in node.partitions)
+        partitions[queue] = PartitionView(queue, own or free_for_all)
+    return partitions
 
 
 def exec_vnode_units(exec_vnode: str) -> dict[str, int]:
@@ -187,7 +240,8 @@ def parse_jobs(
     doc: Mapping[str, Any], *, tag: str, queues: list[str], unlimited_s: int
 ) -> list[JobView]:
     jobs: list[JobView] = []
-    for job_id, raw in (doc.get("Jobs") or {}).items():
+    all_jobs = doc.get("Jobs") or {}
+    for job_id, raw in all_jobs.items():
         queue = str(raw.get("queue") or "")
         if queues and queue not in queues:
             continue
@@ -214,6 +268,10 @@ def parse_jobs(
             allocation = {next(iter(allocation)): 1}
         holds = str(raw.get("Hold_Types") or "n")
         tagged = str(resources.get(tag, "")).lower() == "true"
+        rules = JobRules(
+            exclusive=is_exclusive(resources),
+            dependency=unmet_dependencies(str(raw.get("depend") or ""), all_jobs),
+        )
         jobs.append(
             JobView(
                 id=job_id,
@@ -234,6 +292,7 @@ def parse_jobs(
                 if state_code == "F"
                 else None,
                 allocation=allocation,
+                rules=rules,
             )
         )
     return jobs
@@ -273,12 +332,13 @@ class PbsBackend:
     def read_state(self) -> ClusterState:
         nodes_doc = json.loads(self.runner.run(["pbsnodes", "-av", "-F", "json"]))
         jobs_doc = json.loads(self.runner.run(["qstat", "-f", "-x", "-F", "json"]))
+        nodes = parse_nodes(nodes_doc, self.queues)
+        jobs = parse_jobs(jobs_doc, tag=self.tag, queues=self.queues, unlimited_s=self.unlimited_s)
         state = ClusterState(
             time=int(time.time()),
-            nodes=parse_nodes(nodes_doc, self.queues),
-            jobs=parse_jobs(
-                jobs_doc, tag=self.tag, queues=self.queues, unlimited_s=self.unlimited_s
-            ),
+            nodes=nodes,
+            jobs=jobs,
+            partitions=queue_partitions(nodes, {j.partition for j in jobs if j.partition}),
         )
         self._last = state
         return state

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cpsched.slurm_bridge import hostlist
+from cpsched.slurm_bridge.eligibility import slurm_blocked
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
 from cpsched.slurm_bridge.slurm_common import is_ending, job_state, memory_mib, node_state
@@ -68,6 +69,7 @@ def job_rules(raw: Doc, request: SlurmRequest) -> JobRules:
         reservation=str(raw.get("resv_name") or ""),
         dependency="" if dependency == "(null)" else dependency,
         begin=_int(raw.get("eligible_time")) or None,
+        blocked=slurm_blocked(str(raw.get("state_reason") or "")),
     )
 
 

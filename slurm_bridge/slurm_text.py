@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cpsched.slurm_bridge import hostlist
+from cpsched.slurm_bridge.eligibility import slurm_blocked
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
 from cpsched.slurm_bridge.slurm_common import (
@@ -246,7 +247,7 @@ def parse_jobs(
                 if state == "running"
                 else {},
                 required_nodes=tuple(hostlist.expand(row["ReqNodes"])),
-                rules=extra.rules,
+                rules=replace(extra.rules, blocked=slurm_blocked(row["Reason"])),
             )
         )
     return jobs

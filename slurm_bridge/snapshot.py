@@ -56,6 +56,10 @@ def _rule_fields(job: JobView, state: ClusterState, declared: set[str]) -> dict[
         )
     if rules.reservation:
         fields["reservation"] = rules.reservation
+    if job.priority > 0:
+        # Slurm's own (multifactor) priority: only jobs Slurm holds no hold on have one;
+        # a job held for cpsched shows 0, so in active mode the site's order is unknown.
+        fields["priority"] = job.priority
     why = held_back(job, state.time)
     if why is not None:
         fields.update(eligible=False, reason=_label(why))

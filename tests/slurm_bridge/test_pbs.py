@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
+from cpsched.slurm_bridge.eligibility import held_back
 from cpsched.slurm_bridge.pbs import (
     PbsBackend,
     exec_spec,
@@ -17,6 +20,7 @@ from cpsched.slurm_bridge.pbs import (
 )
 
 FIX = Path(__file__).parent / "fixtures" / "pbs"
+KIT = Path(__file__).resolve().parents[2] / "slurm_bridge" / "kit"
 
 
 class RecordingRunner:
@@ -89,7 +93,7 @@ def test_backend_runs_release_then_qrun_with_exact_nodes() -> None:
     runner = RecordingRunner()
     backend = PbsBackend(runner=runner)
     state = backend.read_state()
-    assert len(state.held) == 2
+    assert len(state.held) == 4  # 1046 among them, though its dependency is unmet
     backend.start("1043.pbs-head", {"cn02": 1, "cn01": 1})
     backend.extend("1042.pbs-head", 5 * 3600)
     assert runner.argvs[2:] == [
@@ -97,3 +101,67 @@ def test_backend_runs_release_then_qrun_with_exact_nodes() -> None:
         ["qrun", "-H", "(cn02:ncpus=8:mem=16384mb)+(cn01:ncpus=8:mem=16384mb)", "1043.pbs-head"],
         ["qalter", "-l", "walltime=05:00:00", "1042.pbs-head"],
     ]
+
+
+def test_queues_confine_jobs_to_their_vnodes() -> None:
+    state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
+    assert state.partitions["gpuq"].nodes == ("gn01", "gn02")  # the vnodes naming gpuq
+    assert set(state.partitions["workq"].nodes) == {"cn01", "cn02", "cn03"}  # naming none
+
+
+def test_exclusive_placement_and_dependencies() -> None:
+    doc = json.loads((FIX / "qstat_f.json").read_text())
+    jobs = {j.id: j for j in parse_jobs(doc, tag="extsched", queues=[], unlimited_s=60)}
+    post, report = jobs["1046.pbs-head"], jobs["1047.pbs-head"]
+    # place=scatter:excl: one chunk per vnode, whole vnodes; free:excl: chunks may share
+    assert post.rules.exclusive and post.shape.one_unit_per_node
+    assert report.rules.exclusive and not report.shape.one_unit_per_node
+    # post waits for 1041, still running; report's afterok:1039 is met (it exited 0)
+    assert post.rules.dependency == "afterok:1041.pbs-head"
+    assert held_back(post, 0) is not None
+    assert report.rules.dependency == "" and held_back(report, 0) is None
+    assert not jobs["1043.pbs-head"].rules.exclusive  # place=scatter alone
+
+
+class FakeJob:
+    def __init__(self, queue: str, holds: str = "n") -> None:
+        self.queue = type("Queue", (), {"name": queue})()
+        self.Hold_Types = holds
+        self.Resource_List: dict[str, str] = {}
+
+
+def run_hook(job: FakeJob, unmanaged: set[str] | None = None) -> bool:
+    """Run the kit's queuejob hook with a stand-in for PBS's ``pbs`` module; True if it
+    accepted the job."""
+    accepted: list[bool] = []
+    event = type("Event", (), {"job": job, "accept": lambda self: accepted.append(True)})()
+    fake = types.ModuleType("pbs")
+    fake.event = lambda: event  # type: ignore[attr-defined]
+    fake.hold_types = str  # type: ignore[attr-defined]
+    fake.logmsg = lambda *args: None  # type: ignore[attr-defined]
+    fake.LOG_DEBUG = 0  # type: ignore[attr-defined]
+    source = (KIT / "pbs_queuejob_hold.py").read_text()
+    if unmanaged:
+        default = "UNMANAGED_QUEUES: set[str] = set()"
+        source = source.replace(default, f"UNMANAGED_QUEUES = {unmanaged!r}")
+    saved = sys.modules.get("pbs")
+    sys.modules["pbs"] = fake
+    try:
+        exec(compile(source, "pbs_queuejob_hold.py", "exec"), {})
+    finally:
+        if saved is None:
+            del sys.modules["pbs"]
+        else:
+            sys.modules["pbs"] = saved
+    return accepted == [True]
+
+
+def test_the_queuejob_hook_holds_and_tags_every_managed_job() -> None:
+    job = FakeJob("workq")
+    assert run_hook(job)
+    assert job.Hold_Types == "s" and job.Resource_List == {"extsched": "True"}
+    held_by_user = FakeJob("workq", holds="u")
+    assert run_hook(held_by_user) and held_by_user.Hold_Types == "us"  # the user's stays
+    express = FakeJob("express")
+    assert run_hook(express, unmanaged={"express"})
+    assert express.Hold_Types == "n" and express.Resource_List == {}
