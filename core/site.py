@@ -303,3 +303,30 @@ def node_limits(constraints: Constraints | None, choice: NodeChoice) -> tuple[in
     if choice.max_nodes is not None:
         high = choice.max_nodes if high is None else min(high, choice.max_nodes)
     return low, high
+
+
+def can_ever_run(
+    constraints: Constraints | None,
+    units: int,
+    unit_request: Sequence[int],
+    time_limit: int,
+    site: Site,
+    capacities: Sequence[Sequence[int]],
+) -> bool:
+    """Whether a job fits, on the idle machine (``capacities``: each node's), in one of
+    its partitions within its limits; a job that does not can never start."""
+    if constraints is None or not constraints.partitions:
+        return True
+    wanted = [(r, a) for r, a in enumerate(unit_request) if a]
+    for name in constraints.partitions:
+        p = site.partitions[name]
+        if p.max_time is not None and time_limit > p.max_time:
+            continue
+        fits = sorted(
+            (min(capacities[n][r] // a for r, a in wanted) for n in p.nodes), reverse=True
+        )
+        if p.max_nodes is not None:
+            fits = fits[: p.max_nodes]
+        if sum(fits) >= units:
+            return True
+    return False

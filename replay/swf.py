@@ -49,10 +49,10 @@ from typing import IO
 
 from cpsched.core.capacity import units_fitting
 from cpsched.core.problem import Job
+from cpsched.core.site import can_ever_run
 from cpsched.errors import ConfigError, TraceError
 from cpsched.replay.swf_sidecar import UnitShape, read_sidecar, sidecar_path, unit_request
 from cpsched.replay.system import System
-from cpsched.replay.system_site import can_ever_run
 
 RULES: dict[str, str] = {
     "malformed": "skip: not exactly 18 finite numeric fields, or a fractional job number",
@@ -352,7 +352,7 @@ def _within_partitions(job: Job, system: System) -> bool:
         job.unit_request,
         job.time_limit,
         system.rules.site,
-        system.nodes,
+        [node.capacity for node in system.nodes],
     )
 
 

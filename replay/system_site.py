@@ -27,11 +27,10 @@ workload manager refuses it at submission.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cpsched.core.problem import Node
 from cpsched.core.site import NO_SITE, Constraints, Partition, Reservation, Site
 from cpsched.errors import ConfigError, SnapshotError
 
@@ -101,32 +100,6 @@ def parse_site_rules(
         {q: tuple(names) for q, names in queues.items()},
         tuple(default),
     )
-
-
-def can_ever_run(
-    constraints: Constraints | None,
-    units: int,
-    unit_request: Sequence[int],
-    time_limit: int,
-    site: Site,
-    nodes: Sequence[Node],
-) -> bool:
-    """Whether a job fits, idle, in one of its partitions within its limits."""
-    if constraints is None or not constraints.partitions:
-        return True
-    wanted = [(r, a) for r, a in enumerate(unit_request) if a]
-    for name in constraints.partitions:
-        p = site.partitions[name]
-        if p.max_time is not None and time_limit > p.max_time:
-            continue
-        fits = sorted(
-            (min(nodes[n].capacity[r] // a for r, a in wanted) for n in p.nodes), reverse=True
-        )
-        if p.max_nodes is not None:
-            fits = fits[: p.max_nodes]
-        if sum(fits) >= units:
-            return True
-    return False
 
 
 def _tables(value: Any, key: str, where: str) -> list[dict[str, Any]]:

@@ -35,7 +35,15 @@ from cpsched.core import (
     make_snapshot,
 )
 from cpsched.core.capacity import units_fitting
-from cpsched.core.site import NO_SITE, Constraints, Partition, Reservation, Site, parse_features
+from cpsched.core.site import (
+    NO_SITE,
+    Constraints,
+    Partition,
+    Reservation,
+    Site,
+    can_ever_run,
+    parse_features,
+)
 from cpsched.errors import SnapshotError
 from cpsched.wire.schemas import (
     DecisionOut,
@@ -168,6 +176,32 @@ def core_job(
     )
 
 
+def _never_starts(
+    job: Job,
+    site: Site,
+    nominal: Sequence[tuple[int, ...]],
+    room: dict[tuple[tuple[int, int], ...], int],
+) -> str | None:
+    """Why ``job`` can never start even on the idle machine (its nodes' ``nominal``
+    capacities), or None; ``room`` caches the units each job shape fits in all."""
+    if job.wanted not in room:
+        room[job.wanted] = sum(units_fitting(row, job.wanted) for row in nominal)
+    if room[job.wanted] < job.units:
+        return (
+            f"job {job.id!r} needs more than the whole cluster has even when idle; it can "
+            "never start: resize or cancel it"
+        )
+    # Size only (limit 1 s): a limit over MaxTime is held back (PartitionTimeLimit), as
+    # the workload manager does, not refused.
+    if not can_ever_run(job.constraints, job.units, job.unit_request, 1, site, nominal):
+        partitions = ", ".join(job.constraints.partitions) if job.constraints else ""
+        return (
+            f"job {job.id!r} needs more than its partition(s) {partitions} hold even when "
+            "idle (or more nodes than their MaxNodes); it can never start there"
+        )
+    return None
+
+
 def _node_set(owner: str, names: Sequence[str], node_index: Mapping[str, int]) -> frozenset[int]:
     unknown = [name for name in names if name not in node_index]
     if unknown:
@@ -279,16 +313,9 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
         except SnapshotError as exc:
             rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
             continue
-        if job.wanted not in room:
-            room[job.wanted] = sum(units_fitting(row, job.wanted) for row in nominal)
-        if room[job.wanted] < job.units:
-            rejected.append(
-                RejectedJobOut(
-                    job_id=wj.id,
-                    reason=f"job {wj.id!r} needs more than the whole cluster has even when "
-                    "idle; it can never start: resize or cancel it",
-                )
-            )
+        never = _never_starts(job, site, nominal, room)
+        if never is not None:
+            rejected.append(RejectedJobOut(job_id=wj.id, reason=never))
             continue
         queued.append(job)
 

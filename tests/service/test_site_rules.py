@@ -83,9 +83,11 @@ def test_a_job_naming_an_unknown_partition_or_bad_features_is_rejected_alone(cli
         {**job("nowhere"), "partition": "debug"},
         {**job("counts", submit=1), "features": "ib*2"},
         {**job("ok", submit=2)},
+        {**job("too big", submit=3, units=5), "partition": "gpu"},  # g1 has 4 cores
     ]
     decision = dispatch(client, site(queued=queued))
     rejected = {r["job_id"]: r["reason"] for r in decision["rejected"]}
+    assert "partition(s) gpu" in rejected["too big"]
     assert "debug" in rejected["nowhere"] and "declared" in rejected["nowhere"]
     assert "feature expression" in rejected["counts"]
     assert "ok" in starts(decision)
