@@ -15,7 +15,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Literal
 
-from cpsched.core.site import NO_SITE, Constraints, Site
+from cpsched.core.site import NO_CONSTRAINTS, NO_SITE, Constraints, Site
 from cpsched.errors import SnapshotError
 
 Amounts = tuple[int, ...]
@@ -97,6 +97,9 @@ class Job:
         object.__setattr__(self, "request", request)
         object.__setattr__(self, "wanted", wanted)
         constraints = self.constraints
+        if constraints is not None and constraints == NO_CONSTRAINTS:
+            constraints = None  # rules that say nothing are no rules: one way to say it
+            object.__setattr__(self, "constraints", None)
         object.__setattr__(self, "exclusive", constraints is not None and constraints.exclusive)
 
     def amount(self, resource: str) -> int:

@@ -192,6 +192,9 @@ class Constraints:
         return self.min_nodes > 1 or self.max_nodes is not None or self.tasks_per_node is not None
 
 
+NO_CONSTRAINTS = Constraints()
+
+
 @dataclass(frozen=True, slots=True)
 class NodeChoice:
     """One way a job may be placed: on these nodes (None: any), with at most
