@@ -22,9 +22,14 @@ JobId = Annotated[str, Path(min_length=1, max_length=256)]
 
 
 def token_for_cluster(cluster: ClusterName, request: Request) -> str:
-    """The token's name if it may act on ``cluster``: a dependency, so that a request
+    """The token's name if it may post to ``cluster``: a dependency, so that a request
     without rights is refused before its body is even validated."""
     return authorise(request, request.app.state.settings.tokens, cluster)
+
+
+def reader_of_cluster(cluster: ClusterName, request: Request) -> str:
+    """The token's name if it may read ``cluster`` (a read-only token may)."""
+    return authorise(request, request.app.state.settings.tokens, cluster, write=False)
 
 
 def orchestrator_of(request: Request) -> Orchestrator:
@@ -43,6 +48,9 @@ def engine_of(request: Request) -> Engine:
 
 
 Authorised = Annotated[str, Depends(token_for_cluster)]
+"""A token that may post to the cluster."""
+Reader = Annotated[str, Depends(reader_of_cluster)]
+"""A token that may read the cluster (read-only tokens too)."""
 OrchestratorDep = Annotated[Orchestrator, Depends(orchestrator_of)]
 MetricsDep = Annotated[ServiceMetrics, Depends(metrics_of)]
 EngineDep = Annotated[Engine, Depends(engine_of)]

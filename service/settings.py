@@ -26,7 +26,10 @@ class TokenConfig(StrictModel):
     name: str = Field(min_length=1)
     secret: SecretStr
     clusters: list[str] = Field(default_factory=lambda: ["*"])
-    """Clusters this token may write to; ``*`` is every cluster."""
+    """Clusters this token has rights to; ``*`` is every cluster."""
+    read_only: bool = False
+    """Read rights only: the audit trail, job information and the dashboard, never a
+    dispatch or a finished job (give operators this one, the bridge the other)."""
 
     @model_validator(mode="after")
     def _long_enough(self) -> TokenConfig:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from cpsched.service.deps import Authorised, ClusterName, OrchestratorDep
+from cpsched.service.deps import ClusterName, OrchestratorDep, Reader
 from cpsched.service.routes.common import ERRORS
 from cpsched.wire.schemas import AuditPageOut
 
@@ -20,7 +20,7 @@ router = APIRouter(prefix="/v1/clusters/{cluster}", responses=ERRORS)
 )
 def audit(
     cluster: ClusterName,
-    _token: Authorised,
+    _token: Reader,
     orchestrator: OrchestratorDep,
     after_id: Annotated[int, Query(ge=0, le=2**62)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from cpsched.service.deps import Authorised, ClusterName, JobId, OrchestratorDep
+from cpsched.service.deps import Authorised, ClusterName, JobId, OrchestratorDep, Reader
 from cpsched.service.routes.common import ERRORS
 from cpsched.wire.schemas import FinishedAck, FinishedBatchIn, JobInfoOut
 
@@ -29,6 +29,6 @@ def finished(
     summary="What the service knows of a job: history, prediction, why it waits.",
 )
 def job_info(
-    cluster: ClusterName, job_id: JobId, _token: Authorised, orchestrator: OrchestratorDep
+    cluster: ClusterName, job_id: JobId, _token: Reader, orchestrator: OrchestratorDep
 ) -> JobInfoOut:
     return orchestrator.job_info(cluster, job_id)

@@ -21,6 +21,7 @@ POSTGRES_ADMIN = os.environ.get(
 )
 TOKEN = "test-token-all"
 TOKEN_A = "test-token-only-a"
+TOKEN_READ = "test-token-read-only"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -60,6 +61,7 @@ def settings_for(database_url: str, **overrides: Any) -> Any:
         "tokens": [
             {"name": "all", "secret": TOKEN, "clusters": ["*"]},
             {"name": "only-a", "secret": TOKEN_A, "clusters": ["a"]},
+            {"name": "viewer", "secret": TOKEN_READ, "clusters": ["*"], "read_only": True},
         ],
         "max_body_bytes": 200_000,
         # These tests check the service, not the dispatcher: EASY keeps their decisions

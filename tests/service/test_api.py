@@ -7,7 +7,16 @@ from sqlalchemy import func, select
 
 from cpsched.service.store.database import make_engine
 from cpsched.service.store.models import DecisionRow, FinishedJobRow, PredictionRow
-from tests.service.conftest import AUTH, TOKEN_A, finished, job, node, settings_for, snapshot
+from tests.service.conftest import (
+    AUTH,
+    TOKEN_A,
+    TOKEN_READ,
+    finished,
+    job,
+    node,
+    settings_for,
+    snapshot,
+)
 
 
 def dispatch(client, body, cluster="c1", headers=AUTH):
@@ -83,6 +92,19 @@ def test_auth(client):
     # Refused before the body is looked at.
     assert client.post("/v1/clusters/b/jobs/finished", json={}, headers=limited).status_code == 403
     assert client.get("/v1/clusters/c1/jobs/x").status_code == 401
+
+
+def test_a_read_only_token_reads_but_never_posts(client):
+    reader = {"Authorization": f"Bearer {TOKEN_READ}"}
+    refused = dispatch(client, snapshot(queued=[job("q1")]), headers=reader)
+    assert refused.status_code == 403
+    assert "read-only" in refused.json()["detail"]
+    body = {"jobs": [finished("f1", 0, 10)]}
+    posted = client.post("/v1/clusters/c1/jobs/finished", json=body, headers=reader)
+    assert posted.status_code == 403
+    assert dispatch(client, snapshot(queued=[job("q1")])).status_code == 200
+    assert client.get("/v1/clusters/c1/decisions", headers=reader).json()["entries"]
+    assert client.get("/v1/clusters/c1/jobs/q1", headers=reader).json()["state"] == "queued"
 
 
 def test_body_limit(client):
