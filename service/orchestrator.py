@@ -24,10 +24,10 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
-from cpsched.core.explain import free_on, rule_reasons, usable_nodes
 from cpsched.runtime.codec import to_decision_out, to_snapshot
 from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
 from cpsched.service.metrics import ServiceMetrics
+from cpsched.service.pending import pending
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history
 from cpsched.service.store.models import DecisionRow, FinishedJobRow
@@ -41,7 +41,6 @@ from cpsched.wire.schemas import (
     FinishedBatchIn,
     FinishedJobIn,
     JobInfoOut,
-    PendingReason,
     RefusedFinishedOut,
     StartOut,
     end_state,
@@ -339,7 +338,7 @@ class Orchestrator:
                         state="queued",
                         user=job.user,
                         submit=job.submit,
-                        pending=_pending(snapshot, decision, position),
+                        pending=pending(snapshot, decision, position),
                     )
         return JobInfoOut(**base, state="unknown")
 
@@ -362,29 +361,6 @@ def _audit_row(
         },
         wall_ms=answer.diagnostics.wall_ms,
     )
-
-
-def _pending(snapshot: Snapshot, decision: Decision | None, position: int) -> PendingReason:
-    """Why a queued job is not running: what it lacks now, and who goes before it."""
-    job = snapshot.queued[position]
-    reasons = rule_reasons(snapshot, job)
-    free = free_on(snapshot, usable_nodes(snapshot, job)) if reasons else snapshot.free_total
-    missing = {
-        name: need - have
-        for name, need, have in zip(snapshot.resource_names, job.request, free, strict=True)
-        if need > have
-    }
-    planned = dict(decision.planned) if decision is not None and decision.planned else {}
-    mine = planned.get(job.id)
-    if mine is not None:
-        ahead = [
-            other.id
-            for other in snapshot.queued
-            if other.id != job.id and planned.get(other.id, mine + 1) <= mine
-        ]
-    else:
-        ahead = [other.id for other in snapshot.queued[:position]]
-    return PendingReason(waits_for=missing, jobs_ahead=ahead, planned_start=mine, rules=reasons)
 
 
 def _wire(row: FinishedJobRow) -> FinishedJobIn:
