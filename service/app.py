@@ -24,6 +24,7 @@ from cpsched.service.routes import decisions, dispatch, health, jobs
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import migrate
 from cpsched.service.store.database import make_engine, make_sessions
+from cpsched.service.ui.install import install_ui
 
 
 def check_policies(settings: ServiceSettings) -> None:
@@ -78,4 +79,5 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     install_error_handlers(app, metrics)
     for module in (dispatch, jobs, decisions, health):
         app.include_router(module.router)
+    install_ui(app)
     return app

@@ -1,0 +1,99 @@
+"""Each dashboard chart: its figures drawn with :mod:`cpsched.service.ui.svg`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from markupsafe import Markup
+
+from cpsched.service.store.dashboard import Outcome
+from cpsched.service.ui.figures import ErrorBin, LatencyFigures, ShadowFigures
+from cpsched.service.ui.fmt import span
+from cpsched.service.ui.svg import Series, line_chart, scatter_loglog, shares
+
+SCATTER_POINTS = 2000
+"""The newest jobs drawn in the scatter (more would only blacken it)."""
+
+
+def _mid(start: int, end: int) -> float:
+    return (start + end) / 2
+
+
+def latency_chart(f: LatencyFigures, deadline_ms: float) -> Markup:
+    times = [_mid(b.start, b.end) for b in f.bins]
+    return line_chart(
+        title="Decision latency",
+        desc=(
+            f"Median, 95th percentile and maximum answer time per bin, {f.decisions} "
+            f"decisions; the policy's deadline is {deadline_ms:.0f} ms"
+        ),
+        times=times,
+        t0=f.start,
+        t1=f.end,
+        series=[
+            Series("max", "s-max", [b.peak for b in f.bins]),
+            Series("p95", "s-p95", [b.p95 for b in f.bins]),
+            Series("median", "s-p50", [b.p50 for b in f.bins]),
+        ],
+        y_title="answer time (ms)",
+        marks=[(f"deadline {deadline_ms:.0f} ms", deadline_ms)],
+    )
+
+
+def fallback_chart(f: LatencyFigures) -> Markup:
+    return line_chart(
+        title="Fallback rate",
+        desc=f"Share of answers given by the fallback heuristic per bin: {f.fallbacks} of "
+        f"{f.decisions} in the window",
+        times=[_mid(b.start, b.end) for b in f.bins],
+        t0=f.start,
+        t1=f.end,
+        series=[Series("fallback share", "s-fallback", [100 * b.fallback_rate for b in f.bins])],
+        y_title="answers by the fallback (%)",
+        y_max=100,
+        height=200,
+    )
+
+
+def prediction_scatter(outcomes: Sequence[Outcome]) -> Markup:
+    shown = outcomes[-SCATTER_POINTS:]
+    return scatter_loglog(
+        title="Predicted and real run times",
+        desc=f"The newest {len(shown)} finished jobs: the run time predicted at their start "
+        "against the time they really ran",
+        points=[(o.predicted, o.actual) for o in shown],
+        x_title="predicted at start",
+        y_title="real run time",
+    )
+
+
+def error_chart(bins: Sequence[ErrorBin]) -> Markup:
+    return line_chart(
+        title="Prediction error over time",
+        desc="Median and 90th percentile of |real − predicted| run time, by when jobs started",
+        times=[_mid(b.start, b.end) for b in bins],
+        t0=bins[0].start,
+        t1=bins[-1].end,
+        series=[
+            Series("90th percentile", "s-p95", [b.p90_ae_s for b in bins]),
+            Series("median", "s-p50", [b.median_ae_s for b in bins]),
+        ],
+        y_title="|real − predicted|",
+        y_label=span,
+        y_durations=True,
+    )
+
+
+def shadow_chart(s: ShadowFigures) -> Markup:
+    return shares(
+        title="cpsched against the workload manager",
+        desc=(
+            f"Of {len(s.jobs)} jobs: cpsched would have started {s.counts['earlier']} earlier, "
+            f"{s.counts['same']} at about the same time and {s.counts['later']} later"
+        ),
+        parts=[
+            ("earlier", "sh-earlier", s.counts["earlier"]),
+            ("same", "sh-same", s.counts["same"]),
+            ("later", "sh-later", s.counts["later"]),
+        ],
+    )

@@ -1,0 +1,168 @@
+"""What a cluster looks like now: its last snapshot and decision, as plain rows.
+
+Copied out of the cluster's runtime under its lock (a dispatch may be replacing them),
+then laid out without the lock held. The rows are in the snapshot's terms: names for
+nodes, seconds for times on the cluster's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cpsched.core import Decision, Job, Snapshot
+from cpsched.core.problem import Amounts
+from cpsched.service.cluster import ClusterRuntime
+from cpsched.service.pending import waits_for
+
+QUEUE_ROWS = 500
+"""Queued jobs listed on the page (in queue order); the count says how many more wait."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRow:
+    job_id: str
+    user: str
+    shape: str
+    """Units and what each needs, e.g. ``4 × cpu 2, mem 4000``."""
+    predicted_s: int | None
+    planned_start: int | None
+    """When the last decision's plan starts it (None: not planned, or no plan)."""
+    starting_now: bool
+    waits_for: dict[str, int]
+    """What the whole cluster lacks for it once the jobs starting now have started."""
+    wait_s: int
+    """How long it has waited, as of the snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A running job, or one the last decision starts, on the nodes it holds."""
+
+    job_id: str
+    user: str
+    start: int
+    predicted_end: int
+    nodes: dict[str, int]
+    """Units per node name."""
+    starting: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedStart:
+    """A queued job the plan starts later, on resources not chosen yet (the CP plans
+    on pooled capacity; nodes are picked when the job starts)."""
+
+    job_id: str
+    start: int
+    predicted_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class LiveView:
+    time: int
+    dispatcher: str
+    fallback: bool
+    fallback_reason: str | None
+    nodes: list[str]
+    queue: list[QueuedRow]
+    queued_total: int
+    placed: list[Placed]
+    planned: list[PlannedStart]
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS) -> LiveView | None:
+    """The cluster as its last snapshot and decision show it; None before the first one
+    since the service started."""
+    with runtime.lock:
+        snapshot, decision = runtime.last_snapshot, runtime.last_decision
+        if snapshot is None or decision is None:
+            return None
+        durations = dict(runtime.book.durations)
+        rejected = dict(runtime.last_rejected)
+    planned = dict(decision.planned or {})
+    starting = {s.job_id for s in decision.starts}
+    free = free_after(snapshot, starting)
+    return LiveView(
+        time=snapshot.time,
+        dispatcher=decision.diagnostics.dispatcher,
+        fallback=decision.diagnostics.fallback,
+        fallback_reason=decision.diagnostics.fallback_reason,
+        nodes=[n.name for n in snapshot.nodes],
+        queue=[
+            _queued_row(snapshot, job, durations, planned, job.id in starting, free)
+            for job in snapshot.queued[:limit]
+        ],
+        queued_total=len(snapshot.queued),
+        placed=_placed(snapshot, decision, durations),
+        planned=[
+            PlannedStart(job.id, planned[job.id], planned[job.id] + durations.get(job.id, 0))
+            for job in snapshot.queued
+            if job.id in planned and job.id not in starting
+        ],
+        rejected=rejected,
+    )
+
+
+def shape(job: Job, names: tuple[str, ...]) -> str:
+    """``units × type amount, ...`` of a job's request."""
+    per_unit = ", ".join(f"{n} {a}" for n, a in zip(names, job.unit_request, strict=True) if a)
+    return f"{job.units} × {per_unit}"
+
+
+def free_after(snapshot: Snapshot, starting: set[str]) -> Amounts:
+    """What is free on the whole cluster once the jobs starting now hold their share."""
+    free = list(snapshot.free_total)
+    for job in snapshot.queued:
+        if job.id in starting:
+            free = [room - need for room, need in zip(free, job.request, strict=True)]
+    return tuple(free)
+
+
+def _queued_row(
+    snapshot: Snapshot,
+    job: Job,
+    durations: dict[str, int],
+    planned: dict[str, int],
+    starting: bool,
+    free: Amounts,
+) -> QueuedRow:
+    return QueuedRow(
+        job_id=job.id,
+        user=job.user,
+        shape=shape(job, snapshot.resource_names),
+        predicted_s=durations.get(job.id),
+        planned_start=snapshot.time if starting else planned.get(job.id),
+        starting_now=starting,
+        waits_for={} if starting else waits_for(snapshot, job, free),
+        wait_s=max(0, snapshot.time - job.submit),
+    )
+
+
+def _placed(snapshot: Snapshot, decision: Decision, durations: dict[str, int]) -> list[Placed]:
+    names = [n.name for n in snapshot.nodes]
+    placed = [
+        Placed(
+            job_id=rj.job.id,
+            user=rj.job.user,
+            start=rj.start,
+            predicted_end=rj.start + durations.get(rj.job.id, rj.time_limit),
+            nodes={names[i]: units for i, units in rj.allocation},
+            starting=False,
+        )
+        for rj in snapshot.running
+    ]
+    queued = {job.id: job for job in snapshot.queued}
+    for start in decision.starts:
+        job = queued[start.job_id]
+        placed.append(
+            Placed(
+                job_id=job.id,
+                user=job.user,
+                start=snapshot.time,
+                predicted_end=snapshot.time + durations.get(job.id, job.time_limit),
+                nodes={names[i]: units for i, units in start.allocation},
+                starting=True,
+            )
+        )
+    return placed

@@ -1,0 +1,190 @@
+"""The dashboard's pages, one per view of a cluster (read-only; a token or session needed).
+
+* ``/ui/``: the clusters this token may see, each with its last decision;
+* ``/ui/clusters/{c}``: the queue (predicted run time, planned start, what each job
+  waits for, its wait so far) and the Gantt chart of running and planned jobs;
+* ``/ui/clusters/{c}/decisions``: the decision log, filterable to fallbacks;
+* ``/ui/clusters/{c}/predictions``: predicted against real run times, error over time;
+* ``/ui/clusters/{c}/latency``: decision latency and fallback rate over the last hours,
+  and shadow mode's comparison with what the workload manager did.
+
+Every page checks the token before it reads anything.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
+from cpsched.service.deps import ClusterName, OrchestratorDep
+from cpsched.service.orchestrator import Orchestrator
+from cpsched.service.settings import TokenConfig
+from cpsched.service.store import dashboard, history
+from cpsched.service.ui import charts, gantt
+from cpsched.service.ui.figures import (
+    accuracy,
+    error_over_time,
+    latency_figures,
+    shadow_figures,
+)
+from cpsched.service.ui.live import live_view
+from cpsched.service.ui.render import page
+from cpsched.service.ui.session import viewer
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+Viewer = Annotated[TokenConfig, Depends(viewer)]
+
+LOG_PAGE = 100
+HOURS = (1, 6, 24, 72)
+
+
+class PageError(Exception):
+    """A page that cannot be shown: its status and why (rendered as an HTML page)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _visible(orchestrator: Orchestrator, token: TokenConfig) -> list[str]:
+    with orchestrator.sessions() as session:
+        return [name for name in history.cluster_names(session) if token.allows(name)]
+
+
+def _open_cluster(
+    orchestrator: Orchestrator, token: TokenConfig, cluster: str
+) -> tuple[ClusterRuntime, int]:
+    """The cluster's runtime and id, if this token may see it and the service knows it."""
+    if not token.allows(cluster):
+        raise PageError(403, f"Token {token.name!r} has no rights to cluster {cluster!r}.")
+    with orchestrator.sessions() as session:
+        cluster_id = dashboard.cluster_id_of(session, cluster)
+    if cluster_id is None:
+        raise PageError(404, f"This service has never been sent anything for {cluster!r}.")
+    return orchestrator.runtime(cluster), cluster_id
+
+
+def _context(
+    orchestrator: Orchestrator, token: TokenConfig, cluster: str | None, tab: str
+) -> dict[str, Any]:
+    return {
+        "clusters": _visible(orchestrator, token),
+        "cluster": cluster,
+        "tab": tab,
+        "viewer": token.name,
+    }
+
+
+@router.get("")
+def root() -> RedirectResponse:
+    return RedirectResponse("/ui/", status_code=307)
+
+
+@router.get("/")
+def index(request: Request, token: Viewer, orchestrator: OrchestratorDep) -> HTMLResponse:
+    context = _context(orchestrator, token, None, "index")
+    rows = []
+    with orchestrator.sessions() as session:
+        for name in context["clusters"]:
+            cluster_id = dashboard.cluster_id_of(session, name)
+            last = dashboard.decision_page(session, cluster_id, limit=1) if cluster_id else []
+            rows.append({"name": name, "last": last[0] if last else None})
+    return page(request, "index.html", {**context, "rows": rows})
+
+
+@router.get("/clusters/{cluster}")
+def queue(
+    request: Request, cluster: ClusterName, token: Viewer, orchestrator: OrchestratorDep
+) -> HTMLResponse:
+    runtime, _ = _open_cluster(orchestrator, token, cluster)
+    live = live_view(runtime)
+    chart = gantt.render(gantt.layout(live)) if live is not None else None
+    context = _context(orchestrator, token, cluster, "queue")
+    return page(request, "queue.html", {**context, "live": live, "gantt": chart})
+
+
+@router.get("/clusters/{cluster}/decisions")
+def decisions(
+    request: Request,
+    cluster: ClusterName,
+    token: Viewer,
+    orchestrator: OrchestratorDep,
+    fallbacks: Annotated[bool, Query()] = False,
+    before: Annotated[int | None, Query(ge=1, le=2**62)] = None,
+) -> HTMLResponse:
+    _, cluster_id = _open_cluster(orchestrator, token, cluster)
+    with orchestrator.sessions() as session:
+        rows = dashboard.decision_page(
+            session, cluster_id, before_id=before, fallbacks_only=fallbacks, limit=LOG_PAGE
+        )
+    context = _context(orchestrator, token, cluster, "decisions")
+    older = rows[-1].id if len(rows) == LOG_PAGE else None
+    return page(
+        request,
+        "decisions.html",
+        {**context, "rows": rows, "fallbacks": fallbacks, "before": before, "older": older},
+    )
+
+
+@router.get("/clusters/{cluster}/predictions")
+def predictions(
+    request: Request, cluster: ClusterName, token: Viewer, orchestrator: OrchestratorDep
+) -> HTMLResponse:
+    runtime, cluster_id = _open_cluster(orchestrator, token, cluster)
+    with orchestrator.sessions() as session:
+        outcomes = dashboard.prediction_outcomes(session, cluster_id)
+    context = _context(orchestrator, token, cluster, "predictions")
+    return page(
+        request,
+        "predictions.html",
+        {
+            **context,
+            "jobs": len(outcomes),
+            "predictor": runtime.predictor.name,
+            "accuracy": accuracy(outcomes),
+            "scatter": charts.prediction_scatter(outcomes) if outcomes else None,
+            "errors": charts.error_chart(error_over_time(outcomes)) if outcomes else None,
+        },
+    )
+
+
+@router.get("/clusters/{cluster}/latency")
+def latency(
+    request: Request,
+    cluster: ClusterName,
+    token: Viewer,
+    orchestrator: OrchestratorDep,
+    hours: Annotated[int, Query(ge=1, le=24 * 30)] = 6,
+    tolerance: Annotated[int, Query(ge=0, le=86400)] = 60,
+) -> HTMLResponse:
+    runtime, cluster_id = _open_cluster(orchestrator, token, cluster)
+    with orchestrator.sessions() as session:
+        points = dashboard.decision_series(session, cluster_id)
+        record = dashboard.shadow_record(session, cluster_id)
+    figures = latency_figures(points, hours)
+    deadline_ms = runtime.policy.deadline * 1000
+    with runtime.lock:
+        snapshot = runtime.last_snapshot
+    running = {rj.job.id: rj.start for rj in snapshot.running} if snapshot else {}
+    shadow = shadow_figures(record, running, tolerance) if record.first is not None else None
+    context = _context(orchestrator, token, cluster, "latency")
+    return page(
+        request,
+        "latency.html",
+        {
+            **context,
+            "hours": hours,
+            "hour_choices": HOURS,
+            "figures": figures,
+            "deadline_ms": deadline_ms,
+            "answer_ms": deadline_ms * ANSWER_MARGIN,
+            "latency_chart": charts.latency_chart(figures, deadline_ms) if points else None,
+            "fallback_chart": charts.fallback_chart(figures) if points else None,
+            "shadow": shadow,
+            "shadow_chart": charts.shadow_chart(shadow) if shadow and shadow.jobs else None,
+        },
+    )

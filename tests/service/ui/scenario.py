@@ -1,0 +1,98 @@
+"""What the dashboard tests feed a service: snapshots a bridge could send.
+
+* ``burst``: 120 one-core jobs on 600 idle nodes. PCP3 refuses a model that large
+  (more than 50,000 ``x[i,n]`` variables) and the fallback answers at once, whatever the
+  machine's speed: the deterministic fallback the decision log must show.
+* ``live``: 8 nodes of 4 cores, 6 running jobs (two sharing a node, one spread over two
+  nodes) and 12 queued jobs: what the queue and the Gantt chart must show.
+* ``shadow``: three dry runs and the finished jobs of a small cluster in shadow mode, on
+  EASY (deterministic): cpsched would have started s2 earlier than the workload manager
+  did, s1 and s3 at about the same time (0 s and 50 s apart), and s4 later (the workload
+  manager started it while every dry run left it waiting).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LIVE_RUNNING = ("k-r1", "k-r2", "k-r3", "k-r4", "k-r5", "k-r6")
+LIVE_QUEUED = tuple(f"k-q{i:02d}" for i in range(1, 13))
+SHADOW_VERDICTS = {"s1": "same", "s2": "earlier", "s3": "same", "s4": "later"}
+
+
+def _job(job_id: str, submit: int, limit: int, units: int, user: str, **per_unit: int) -> dict:
+    return {
+        "id": job_id,
+        "user": user,
+        "submit": submit,
+        "time_limit": limit,
+        "units": units,
+        "per_unit": per_unit or {"cpu": 1},
+    }
+
+
+def _running(job: dict, start: int, allocation: dict[str, int]) -> dict:
+    return {**job, "start": start, "allocation": allocation}
+
+
+def _nodes(prefix: str, count: int, cpu: int = 4, mem: int = 16000) -> list[dict[str, Any]]:
+    return [
+        {"name": f"{prefix}{i:02d}", "resources": {"cpu": cpu, "mem": mem}}
+        for i in range(1, count + 1)
+    ]
+
+
+def burst(t: int) -> dict[str, Any]:
+    nodes = [{"name": f"b{i:03d}", "resources": {"cpu": 4}} for i in range(600)]
+    queued = [_job(f"burst{i}", t - 120 + i, 3600, 1, "dave") for i in range(120)]
+    return {"time": t, "nodes": nodes, "running": [], "queued": queued}
+
+
+def live(t: int) -> dict[str, Any]:
+    users = ("alice", "bob", "carol")
+    running = [
+        _running(_job("k-r1", t - 3600, 7200, 4, "alice"), t - 3000, {"n01": 4}),
+        _running(_job("k-r2", t - 1500, 3600, 8, "bob"), t - 1200, {"n02": 4, "n03": 4}),
+        _running(_job("k-r3", t - 700, 1800, 2, "carol"), t - 600, {"n04": 2}),
+        _running(_job("k-r4", t - 5200, 14400, 2, "alice"), t - 5000, {"n04": 2}),
+        _running(_job("k-r5", t - 7100, 7200, 1, "bob"), t - 7000, {"n05": 1}),
+        _running(_job("k-r6", t - 200, 3600, 3, "carol"), t - 100, {"n06": 3}),
+    ]
+    sizes = (8, 16, 4, 2, 12, 1, 6, 3, 10, 2, 5, 4)
+    limits = (3600, 7200, 1800, 900, 14400, 600, 3600, 5400, 7200, 1200, 2700, 3600)
+    queued = [
+        _job(job_id, t - 1800 + 90 * i, limit, units, users[i % 3])
+        for i, (job_id, units, limit) in enumerate(zip(LIVE_QUEUED, sizes, limits, strict=True))
+    ]
+    return {"time": t, "nodes": _nodes("n", 8), "running": running, "queued": queued}
+
+
+def shadow() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The dry runs (in order) and the finished jobs of the shadow cluster."""
+    nodes = _nodes("s", 2)
+    r1 = _job("r1", 8900, 7200, 4, "erin")
+    s1, s2 = _job("s1", 9900, 600, 2, "erin"), _job("s2", 9901, 600, 2, "frank")
+    s3, s4 = _job("s3", 9902, 600, 4, "erin"), _job("s4", 9903, 600, 1, "frank")
+    dry_runs = [
+        # cpsched would start s1 and s2 on s02; Slurm starts s1 there, and s4 a bit later.
+        {"time": 10000, "running": [_running(r1, 9000, {"s01": 4})], "queued": [s1, s2, s3, s4]},
+        {
+            "time": 10060,
+            "running": [
+                _running(r1, 9000, {"s01": 4}),
+                _running(s1, 10000, {"s02": 2}),
+                _running(s4, 10030, {"s02": 1}),
+            ],
+            "queued": [s2, s3],
+        },
+        # r1, s1 and s4 are done, s2 runs since 10400: cpsched would start s3 on s01 now.
+        {"time": 10950, "running": [_running(s2, 10400, {"s02": 2})], "queued": [s3]},
+    ]
+    finished = [
+        {**r1, "start": 9000, "end": 10900, "state": "completed"},
+        {**s1, "start": 10000, "end": 10500, "state": "completed"},
+        {**s4, "start": 10030, "end": 10200, "state": "completed"},
+        {**s2, "start": 10400, "end": 10900, "state": "completed"},
+        {**s3, "start": 11000, "end": 11500, "state": "completed"},
+    ]
+    return [{**d, "nodes": nodes, "dry_run": True} for d in dry_runs], finished

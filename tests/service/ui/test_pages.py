@@ -1,0 +1,188 @@
+"""The dashboard's pages and its sign-in, in process, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from pydantic import SecretStr
+
+from cpsched.service.ui.session import COOKIE
+from tests.service.conftest import AUTH, TOKEN, TOKEN_A, TOKEN_READ, finished, job, snapshot
+from tests.service.ui import scenario
+
+HTML = {"accept": "text/html"}
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+PAGES = ("", "/decisions", "/decisions?fallbacks=true", "/predictions", "/latency")
+
+
+def sign_in(client, token=TOKEN_READ, next_path="/ui/"):
+    return client.post(
+        "/ui/login", content=f"token={token}&next={next_path}", headers=FORM, follow_redirects=False
+    )
+
+
+def dispatch(client, body, cluster="c1"):
+    answer = client.post(f"/v1/clusters/{cluster}/dispatch", json=body, headers=AUTH)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+@pytest.fixture
+def fed(make_client):
+    """A service whose cluster c1 has a plan (PCP3), a fallback (the burst) and history."""
+    client = make_client(defaults={"dispatcher": "pcp3"})
+    client.post(
+        "/v1/clusters/c1/jobs/finished",
+        json={"jobs": [finished(f"f{i}", 100 * i, 100 * i + 50 + i) for i in range(1, 6)]},
+        headers=AUTH,
+    )
+    assert dispatch(client, scenario.burst(20000))["diagnostics"]["fallback"] is True
+    assert dispatch(client, scenario.live(20300))["diagnostics"]["fallback"] is False
+    return client
+
+
+def test_pages_need_a_token_or_a_session_and_do_no_work_without(fed):
+    for path in PAGES:
+        page = fed.get(f"/ui/clusters/c1{path}", headers=HTML, follow_redirects=False)
+        assert page.status_code == 303
+        assert page.headers["location"].startswith("/ui/login?next=/ui/clusters/c1")
+        assert fed.get(f"/ui/clusters/c1{path}").status_code == 401  # not a browser
+    assert fed.get("/ui/", headers={"Authorization": "Bearer wrong-token"}).status_code == 401
+    assert fed.get("/ui/", headers={"Authorization": f"Bearer {TOKEN_READ}"}).status_code == 200
+    fed.cookies.set(COOKIE, "YWxs.9999999999.00ff", path="/ui")
+    assert fed.get("/ui/", headers=HTML, follow_redirects=False).status_code == 303
+
+
+def test_sign_in_sets_a_strict_http_only_cookie(fed):
+    refused = sign_in(fed, token="not-a-token")
+    assert refused.status_code == 401
+    assert "not one this service knows" in refused.text
+    assert COOKIE not in refused.headers.get("set-cookie", "")
+    signed = sign_in(fed, next_path="/ui/clusters/c1/decisions")
+    assert signed.status_code == 303
+    assert signed.headers["location"] == "/ui/clusters/c1/decisions"
+    cookie = signed.headers["set-cookie"]
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/ui" in cookie
+    assert TOKEN_READ not in cookie  # the secret never leaves the server
+    assert fed.get("/ui/clusters/c1/decisions").status_code == 200
+    fed.post("/ui/logout")
+    assert fed.get("/ui/clusters/c1", headers=HTML, follow_redirects=False).status_code == 303
+
+
+def test_sign_in_never_sends_elsewhere(fed):
+    for elsewhere in ("https://evil.example/", "//evil.example/ui/", "/ui/\\evil", "/v1/x"):
+        assert sign_in(fed, next_path=elsewhere).headers["location"] == "/ui/"
+
+
+def test_a_rotated_secret_or_a_removed_token_ends_the_session(make_client):
+    client = make_client()
+    dispatch(client, snapshot(queued=[job("q1")]))
+    assert sign_in(client).status_code == 303
+    app = client.app
+    tokens = app.state.settings.tokens
+    viewer = next(t for t in tokens if t.name == "viewer")
+    assert client.get("/ui/clusters/c1").status_code == 200
+    app.state.settings.tokens = [
+        *[t for t in tokens if t.name != "viewer"],
+        viewer.model_copy(update={"secret": SecretStr("a-new-secret-0123")}),
+    ]
+    assert client.get("/ui/clusters/c1").status_code == 401
+    app.state.settings.tokens = tokens
+    assert client.get("/ui/clusters/c1").status_code == 200  # the same secret again
+    app.state.settings.tokens = [t for t in tokens if t.name != "viewer"]
+    assert client.get("/ui/clusters/c1").status_code == 401
+
+
+def test_an_expired_session_is_refused(fed, monkeypatch):
+    assert sign_in(fed).status_code == 303
+    assert fed.get("/ui/").status_code == 200
+    later = time.time() + 9 * 3600
+    monkeypatch.setattr("cpsched.service.ui.session.time.time", lambda: later)
+    assert fed.get("/ui/").status_code == 401
+
+
+def test_a_token_sees_only_its_clusters(fed):
+    dispatch(fed, snapshot(queued=[job("qa")]), cluster="a")
+    limited = {"Authorization": f"Bearer {TOKEN_A}"}
+    index = fed.get("/ui/", headers=limited).text
+    assert 'href="/ui/clusters/a"' in index
+    assert 'href="/ui/clusters/c1"' not in index
+    assert fed.get("/ui/clusters/c1", headers=limited).status_code == 403
+    unknown = fed.get("/ui/clusters/never-seen", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert unknown.status_code == 404
+    assert "text/html" in unknown.headers["content-type"]
+
+
+def test_every_page_renders_with_the_security_headers(fed):
+    sign_in(fed)
+    for path in ("/ui/", *(f"/ui/clusters/c1{p}" for p in PAGES)):
+        page = fed.get(path)
+        assert page.status_code == 200, path
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        assert page.headers["x-frame-options"] == "DENY"
+        assert page.headers["cache-control"] == "no-store"
+        assert "style=" not in page.text  # the policy forbids inline styles
+        assert "<script>" not in page.text  # and inline scripts
+    for asset in ("ui.css", "ui.js", "favicon.svg"):
+        assert fed.get(f"/ui/static/{asset}").status_code == 200
+
+
+def test_queue_shows_what_each_job_waits_for(fed):
+    sign_in(fed)
+    page = fed.get("/ui/clusters/c1").text
+    rows = re.findall(r'<th scope="row" class="job">([^<]+)</th>', page)
+    assert rows == list(scenario.LIVE_QUEUED)
+    # k-q02 asks for 16 cores; once the jobs starting now have theirs, fewer are free.
+    row = page[page.index(">k-q02<") :].split("</tr>")[0]
+    assert re.search(r"cpu \d+", row)
+    for job_id in scenario.LIVE_RUNNING:
+        assert f'data-job="{job_id}"' in page
+
+
+def test_decision_log_filters_fallbacks(fed):
+    sign_in(fed)
+    everything = fed.get("/ui/clusters/c1/decisions").text
+    assert everything.count("<tr") == 1 + 2  # header, live, burst
+    fallbacks = fed.get("/ui/clusters/c1/decisions?fallbacks=true").text
+    assert fallbacks.count("<tr") == 1 + 1
+    assert "model too large" in fallbacks
+    assert 'class="is-fallback"' in fallbacks
+
+
+def test_decision_log_pages_back(make_client):
+    client = make_client()
+    for t in range(105):
+        dispatch(client, snapshot(time=1000 + t, queued=[job(f"q{t}")]))
+    first = client.get("/ui/clusters/c1/decisions", headers=AUTH).text
+    assert first.count("<tr") == 101
+    older = re.search(r'href="\?before=(\d+)"', first)
+    assert older is not None
+    rest = client.get(f"/ui/clusters/c1/decisions?before={older.group(1)}", headers=AUTH).text
+    assert rest.count("<tr") == 1 + 5
+
+
+def test_predictions_and_latency_pages_show_their_figures(fed):
+    sign_in(fed)
+    predictions = fed.get("/ui/clusters/c1/predictions").text
+    assert "No job predicted at its start has finished yet" in predictions  # none started
+    latency = fed.get("/ui/clusters/c1/latency?hours=24").text
+    assert "<strong>2</strong> decisions, <strong>1</strong> by the fallback" in latency
+    assert re.search(r"<th scope=\"row\">model too large</th><td class=\"num\">1<", latency)
+    assert "No dry run has been answered" in latency
+
+
+def test_shadow_mode_is_compared_with_the_real_starts(make_client):
+    client = make_client()
+    dry_runs, done = scenario.shadow()
+    for body in dry_runs:
+        dispatch(client, body, cluster="shadow")
+    client.post("/v1/clusters/shadow/jobs/finished", json={"jobs": done}, headers=AUTH)
+    page = client.get("/ui/clusters/shadow/latency", headers=AUTH).text
+    verdicts = dict(
+        re.findall(r'<tr><th scope="row">(s\d)</th>.*?class="tag tag-(\w+)"', page, re.S)
+    )
+    assert verdicts == scenario.SHADOW_VERDICTS
