@@ -20,6 +20,13 @@ class ServiceMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.deadline = Gauge(
+            "cpsched_dispatch_deadline_seconds",
+            "The cluster's answer deadline: its policy's deadline times the answer margin "
+            "(for alerts on cpsched_dispatch_seconds near it).",
+            ["cluster"],
+            registry=r,
+        )
         self.solve_seconds = Histogram(
             "cpsched_solve_seconds",
             "The dispatcher's decide() alone.",

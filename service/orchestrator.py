@@ -84,6 +84,7 @@ class Orchestrator:
                 errors = history.start_prediction_errors(session, cluster_id)
             for predictor, error in errors:  # the metric survives a restart
                 self.metrics.prediction_error.labels(cluster, predictor).observe(error)
+            self.metrics.deadline.labels(cluster).set(runtime.policy.deadline * ANSWER_MARGIN)
             if runtime.observed:
                 log.info(
                     "cluster %s: predictor rebuilt from %d finished jobs in %.2f s",
