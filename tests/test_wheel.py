@@ -66,6 +66,9 @@ def test_the_wheel_installs_one_import_name(wheel: Path) -> None:
         assert f"cpsched/{package}/__init__.py" in names
     assert "cpsched/migrations/script.py.mako" in names
     assert any(name.startswith("cpsched/slurm_bridge/kit/") for name in names)
+    # The dashboard's templates and static files (no CDN: the wheel carries them all).
+    for asset in ("templates/base.html", "templates/queue.html", "static/ui.css", "static/ui.js"):
+        assert f"cpsched/service/ui/{asset}" in names
 
 
 def test_base_install_cpsched_names_the_missing_extra(base_install: Path) -> None:
