@@ -1,4 +1,5 @@
-"""Several policies on one trace, in parallel processes, tabulated against ``today``."""
+"""Several policies on one trace, in parallel processes, tabulated against ``today`` and
+drawn on shared charts (:mod:`cpsched.replay.compare_plots`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
+from cpsched.replay.compare_plots import (
+    QueueCurve,
+    charts_markdown,
+    queue_curve,
+    write_comparison_plots,
+)
 from cpsched.replay.compare_table import comparison_rows, to_markdown, write_csv
 from cpsched.replay.outputs import atomic_target
-from cpsched.replay.runner import ReplaySettings, run_replay
+from cpsched.replay.runner import ReplaySettings, simulate, write_replay
 from cpsched.runtime.policy import Policy
 
 BASELINE = "today"
@@ -32,8 +39,13 @@ def compare_policies(
         replace(base, policy=policy, out=base.out / label) for label, policy in runs.items()
     ]
     with ProcessPoolExecutor(max_workers=max(1, min(workers, len(settings)))) as pool:
-        summaries = dict(zip(runs, pool.map(run_replay, settings), strict=True))
+        results = dict(zip(runs, pool.map(replay_with_queue, settings), strict=True))
+    summaries = {label: summary for label, (summary, _) in results.items()}
     rows = comparison_rows(summaries, baseline=BASELINE)
+    charts = ""
+    if base.plots:
+        curves = {label: curve for label, (_, curve) in results.items()}
+        charts = charts_markdown(write_comparison_plots(base.out, summaries, curves))
     markdown = (
         f"Trace {base.trace.name}; "
         f"first {base.warmup_fraction:.0%} of jobs excluded as warm-up; ratios are to today "
@@ -42,12 +54,21 @@ def compare_policies(
         + "\n"
         + "\n".join(f"* {label}: {describe(policy)}" for label, policy in runs.items())
         + "\n"
+        + charts
     )
     base.out.mkdir(parents=True, exist_ok=True)
     with atomic_target(base.out / "comparison.md") as tmp:
         tmp.write_text(markdown)
     write_csv(rows, base.out / "comparison.csv")
     return markdown
+
+
+def replay_with_queue(settings: ReplaySettings) -> tuple[dict[str, object], QueueCurve]:
+    """One run of a comparison (in a worker process): its outputs written, its summary
+    and its queue-length curve for the shared chart."""
+    result = simulate(settings)
+    curve = queue_curve(result.series)
+    return write_replay(result, settings), curve
 
 
 def describe(policy: Policy) -> str:

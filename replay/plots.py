@@ -62,7 +62,7 @@ def binned(
     return (edges[:-1] + edges[1:]) / 2, mean, peak
 
 
-def _time_axis(seconds: np.ndarray, origin: float) -> tuple[np.ndarray, str]:
+def time_axis(seconds: np.ndarray, origin: float) -> tuple[np.ndarray, str]:
     span = float(seconds[-1] - origin) if seconds.size else 0.0
     if span > 3 * 86400:
         return (seconds - origin) / 86400, "time since first call (days)"
@@ -71,7 +71,7 @@ def _time_axis(seconds: np.ndarray, origin: float) -> tuple[np.ndarray, str]:
     return seconds - origin, "time since first call (s)"
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_png(fig: Any, path: Path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
@@ -80,7 +80,7 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _figure() -> tuple[Any, Any]:
+def new_figure() -> tuple[Any, Any]:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(8, 4.5), layout="constrained")
@@ -92,7 +92,7 @@ def _no_data(ax: Any) -> None:
 
 
 def _plot_waits(waits: np.ndarray, path: Path, note: str) -> Path:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     if waits.size:
         # A log axis has no 0; zero waits (often most jobs) sit at 1 s, as the label says.
         x, y = ecdf_points(np.maximum(waits, 1))
@@ -109,11 +109,11 @@ def _plot_waits(waits: np.ndarray, path: Path, note: str) -> Path:
         ylim=(0, 1.02),
     )
     ax.grid(True, which="major", alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _plot_slowdowns(bsld: np.ndarray, path: Path, note: str) -> Path:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     if bsld.size:
         x, y = ecdf_points(bsld)
         ax.step(x, y, where="post")
@@ -127,14 +127,14 @@ def _plot_slowdowns(bsld: np.ndarray, path: Path, note: str) -> Path:
         ylim=(0, 1.02),
     )
     ax.grid(True, which="major", alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _plot_queue(series: TimeSeries, path: Path) -> Path:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     if len(series):
         centres, mean, peak = binned(series.time, series.queue_length)
-        x, label = _time_axis(centres, float(series.time[0]))
+        x, label = time_axis(centres, float(series.time[0]))
         ax.plot(x, peak, lw=0.6, alpha=0.5, drawstyle="steps-mid", label="max per bin")
         ax.plot(x, mean, lw=1.0, drawstyle="steps-mid", label="time-weighted mean per bin")
         ax.legend(loc="upper right")
@@ -143,14 +143,14 @@ def _plot_queue(series: TimeSeries, path: Path) -> Path:
         _no_data(ax)
     ax.set(title="Queue length over time", xlabel=label, ylabel="queued jobs")
     ax.grid(True, alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _plot_utilisation(series: TimeSeries, path: Path) -> Path:
-    fig, ax = _figure()
+    fig, ax = new_figure()
     if len(series):
         centres, mean, _ = binned(series.time, series.used)
-        x, label = _time_axis(centres, float(series.time[0]))
+        x, label = time_axis(centres, float(series.time[0]))
         cap = np.asarray(series.capacity, dtype=np.float64)
         share = np.divide(mean, cap, out=np.zeros_like(mean), where=cap > 0)
         for j, name in enumerate(series.resource_names):
@@ -166,7 +166,7 @@ def _plot_utilisation(series: TimeSeries, path: Path) -> Path:
         ylim=(0, 1.05),
     )
     ax.grid(True, alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def write_plots(result: ReplayResult, out: Path, warmup_fraction: float) -> list[Path]:

@@ -167,6 +167,11 @@ def run_replay(
     # The trace's job objects are gone once simulate() returns: the outputs (Arrow
     # tables, plots) are built in the memory they held.
     result = simulate(settings, on_loaded=on_loaded, progress=progress)
+    return write_replay(result, settings)
+
+
+def write_replay(result: ReplayResult, settings: ReplaySettings) -> dict[str, object]:
+    """Write ``result``'s outputs as ``settings`` asks; return the summary."""
     return write_outputs(
         result,
         settings.out,
