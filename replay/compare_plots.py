@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from cpsched.replay.metrics import LENGTH_CLASSES
-from cpsched.replay.plots import binned, ecdf_points, new_figure, save_png, time_axis
+from cpsched.replay.plots import binned, new_figure, save_png, time_axis, wait_axes, wait_cdf
 from cpsched.replay.results import TimeSeries
 
 QUEUE_BINS = 1000
@@ -68,17 +68,9 @@ def _plot_wait_cdfs(out: Path, labels: list[str], colour: dict[str, Any]) -> Pat
         waits = _waits(out / label)
         jobs = max(jobs, waits.size)
         if waits.size:
-            x, y = ecdf_points(np.maximum(waits, 1))
             mean = f"mean {waits.mean() / 60:.0f} min"
-            ax.step(x, y, where="post", color=colour[label], label=f"{label} ({mean})")
-    ax.set_xscale("log")
-    ax.set(
-        title=f"Wait time distribution ({jobs} jobs after warm-up)",
-        xlabel="wait (s, log scale; waits < 1 s drawn at 1 s)",
-        ylabel="fraction of jobs with wait ≤ x",
-        ylim=(0, 1.02),
-    )
-    ax.grid(True, which="major", alpha=0.3)
+            wait_cdf(ax, waits, color=colour[label], label=f"{label} ({mean})")
+    wait_axes(ax, f"Wait time distribution ({jobs} jobs after warm-up)")
     ax.legend(loc="lower right")
     return save_png(fig, out / "compare_wait_cdf.png")
 

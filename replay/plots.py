@@ -91,24 +91,33 @@ def _no_data(ax: Any) -> None:
     ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
 
 
-def _plot_waits(waits: np.ndarray, path: Path, note: str) -> Path:
-    fig, ax = new_figure()
-    if waits.size:
-        # A log axis has no 0; zero waits (often most jobs) sit at 1 s, as the label says.
-        x, y = ecdf_points(np.maximum(waits, 1))
-        ax.step(x, y, where="post")
-        ax.set_xscale("log")
-        zero = float(np.mean(waits == 0))
-        ax.text(0.98, 0.05, f"{zero:.1%} of jobs waited 0 s", ha="right", transform=ax.transAxes)
-    else:
-        _no_data(ax)
+def wait_cdf(ax: Any, waits: np.ndarray, **style: Any) -> None:
+    """The empirical distribution of ``waits`` on a log axis. A log axis has no 0: zero
+    waits (often most jobs) sit at 1 s, as :func:`wait_axes`' label says."""
+    x, y = ecdf_points(np.maximum(waits, 1))
+    ax.step(x, y, where="post", **style)
+    ax.set_xscale("log")
+
+
+def wait_axes(ax: Any, title: str) -> None:
     ax.set(
-        title=f"Wait time distribution{note}",
+        title=title,
         xlabel="wait (s, log scale; waits < 1 s drawn at 1 s)",
         ylabel="fraction of jobs with wait ≤ x",
         ylim=(0, 1.02),
     )
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _plot_waits(waits: np.ndarray, path: Path, note: str) -> Path:
+    fig, ax = new_figure()
+    if waits.size:
+        wait_cdf(ax, waits)
+        zero = float(np.mean(waits == 0))
+        ax.text(0.98, 0.05, f"{zero:.1%} of jobs waited 0 s", ha="right", transform=ax.transAxes)
+    else:
+        _no_data(ax)
+    wait_axes(ax, f"Wait time distribution{note}")
     return save_png(fig, path)
 
 
