@@ -142,7 +142,9 @@ def replay(
 @policy_options(raw=True)
 def compare(
     trace: TraceArg,
-    out: Annotated[Path, typer.Option(help="Directory for one sub-directory per run and tables.")],
+    out: Annotated[
+        Path, typer.Option(help="Directory for one sub-directory per run, tables and charts.")
+    ],
     policy: dict[str, Any],
     policies: Annotated[
         str,
@@ -158,8 +160,8 @@ def compare(
     workers: Annotated[int, typer.Option(help="Parallel replay processes.")] = 2,
     plots: PlotsOpt = True,
 ) -> None:
-    """Replay a trace through several policies and tabulate each metric's ratio to today's
-    (EASY backfilling on the users' requested times)."""
+    """Replay a trace through several policies, tabulate each metric's ratio to today's
+    (EASY backfilling on the users' requested times) and chart them side by side."""
     overrides = {k: v for k, v in policy.items() if k != "policy"}
     runs: dict[str, Policy] = {}
     for label in (p.strip() for p in policies.split(",") if p.strip()):
@@ -180,7 +182,8 @@ def compare(
     with console.status(f"replaying {trace.name} with {', '.join(runs)}"):
         markdown = compare_policies(base, runs, workers=workers)
     typer.echo(markdown)
-    console.print(f"tables → {out / 'comparison.md'}, {out / 'comparison.csv'}")
+    charts = f" (with its charts, {out}/compare_*.png)" if plots else ""
+    console.print(f"tables → {out / 'comparison.md'}{charts}, {out / 'comparison.csv'}")
 
 
 app.command("bench-instances")(bench.bench_instances)

@@ -16,7 +16,7 @@ import pytest
 from tests.service.ui import scenario
 from tests.service.ui.conftest import READER, FedService
 
-MAX_SHOT_HEIGHT = 3000
+MAX_SHOT_HEIGHT = 2000
 
 
 def console_problems(driver: Any) -> list[str]:
@@ -35,7 +35,7 @@ def visit(driver: Any, url: str, shots: Path, name: str) -> None:
     assert problems == [], f"{url}: {problems}"
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1440, min(max(900, int(height)), MAX_SHOT_HEIGHT))
-    driver.save_screenshot(str(shots / f"{name}.png"))
+    driver.save_screenshot(str(shots / f"ui-{name}.png"))
     driver.set_window_size(1440, 900)
 
 
