@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cpsched.core import Decision, Job, Snapshot
+from cpsched.core.explain import rule_reasons
 from cpsched.core.problem import Amounts
 from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.pending import waits_for
@@ -29,7 +30,9 @@ class QueuedRow:
     """When the last decision's plan starts it (None: not planned, or no plan)."""
     starting_now: bool
     waits_for: dict[str, int]
-    """What the whole cluster lacks for it once the jobs starting now have started."""
+    """What it lacks on the nodes it may use, once the jobs starting now have started."""
+    rules: list[str]
+    """The site's rules holding it back or narrowing where it may go, in words."""
     wait_s: int
     """How long it has waited, as of the snapshot."""
 
@@ -82,7 +85,7 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS) -> LiveView | No
         rejected = dict(runtime.last_rejected)
     planned = dict(decision.planned or {})
     starting = {s.job_id for s in decision.starts}
-    free = free_after(snapshot, starting)
+    free = free_after(snapshot, decision)
     return LiveView(
         time=snapshot.time,
         dispatcher=decision.diagnostics.dispatcher,
@@ -110,13 +113,15 @@ def shape(job: Job, names: tuple[str, ...]) -> str:
     return f"{job.units} × {per_unit}"
 
 
-def free_after(snapshot: Snapshot, starting: set[str]) -> Amounts:
-    """What is free on the whole cluster once the jobs starting now hold their share."""
-    free = list(snapshot.free_total)
-    for job in snapshot.queued:
-        if job.id in starting:
-            free = [room - need for room, need in zip(free, job.request, strict=True)]
-    return tuple(free)
+def free_after(snapshot: Snapshot, decision: Decision) -> list[Amounts]:
+    """What is free on each node once the jobs ``decision`` starts hold their share."""
+    free = [list(room) for room in snapshot.free]
+    by_id = {job.id: job for job in snapshot.queued}
+    for start in decision.starts:
+        unit = by_id[start.job_id].unit_request
+        for node, units in start.allocation:
+            free[node] = [room - units * need for room, need in zip(free[node], unit, strict=True)]
+    return [tuple(room) for room in free]
 
 
 def _queued_row(
@@ -125,8 +130,9 @@ def _queued_row(
     durations: dict[str, int],
     planned: dict[str, int],
     starting: bool,
-    free: Amounts,
+    free: list[Amounts],
 ) -> QueuedRow:
+    rules = [] if starting else rule_reasons(snapshot, job)
     return QueuedRow(
         job_id=job.id,
         user=job.user,
@@ -134,7 +140,8 @@ def _queued_row(
         predicted_s=durations.get(job.id),
         planned_start=snapshot.time if starting else planned.get(job.id),
         starting_now=starting,
-        waits_for={} if starting else waits_for(snapshot, job, free),
+        waits_for={} if starting else waits_for(snapshot, job, rules, free),
+        rules=rules,
         wait_s=max(0, snapshot.time - job.submit),
     )
 

@@ -4,7 +4,8 @@
   (more than 50,000 ``x[i,n]`` variables) and the fallback answers at once, whatever the
   machine's speed: the deterministic fallback the decision log must show.
 * ``live``: 8 nodes of 4 cores, 6 running jobs (two sharing a node, one spread over two
-  nodes) and 12 queued jobs: what the queue and the Gantt chart must show.
+  nodes) and 12 queued jobs, the last held back by a dependency: what the queue and the
+  Gantt chart must show.
 * ``shadow``: three dry runs and the finished jobs of a small cluster in shadow mode, on
   EASY (deterministic): cpsched would have started s2 earlier than the workload manager
   did, s1 and s3 at about the same time (0 s and 50 s apart), and s4 later (the workload
@@ -64,6 +65,8 @@ def live(t: int) -> dict[str, Any]:
         _job(job_id, t - 1800 + 90 * i, limit, units, users[i % 3])
         for i, (job_id, units, limit) in enumerate(zip(LIVE_QUEUED, sizes, limits, strict=True))
     ]
+    # The last one waits for another job to end: Slurm holds it back.
+    queued[-1] |= {"eligible": False, "reason": "Dependency"}
     return {"time": t, "nodes": _nodes("n", 8), "running": running, "queued": queued}
 
 

@@ -148,6 +148,14 @@ def test_queue_shows_what_each_job_waits_for(fed):
         assert f'data-job="{job_id}"' in page
 
 
+def test_queue_names_the_site_rules_holding_a_job(fed):
+    sign_in(fed)
+    page = fed.get("/ui/clusters/c1").text
+    held = page[page.index(">k-q12<") :].split("</tr>")[0]
+    assert "held back: Dependency" in held
+    assert "not planned" in held
+
+
 def test_decision_log_filters_fallbacks(fed):
     sign_in(fed)
     everything = fed.get("/ui/clusters/c1/decisions").text
