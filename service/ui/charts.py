@@ -9,7 +9,7 @@ from markupsafe import Markup
 from cpsched.service.store.dashboard import Outcome
 from cpsched.service.ui.figures import ErrorBin, LatencyFigures, ShadowFigures
 from cpsched.service.ui.fmt import span
-from cpsched.service.ui.svg import Series, line_chart, scatter_loglog, shares
+from cpsched.service.ui.plots import Series, line_chart, scatter_loglog, shares
 
 SCATTER_POINTS = 2000
 """The newest jobs drawn in the scatter (more would only blacken it)."""
