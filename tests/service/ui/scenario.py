@@ -1,8 +1,9 @@
 """What the dashboard tests feed a service: snapshots a bridge could send.
 
 * ``burst``: 120 one-core jobs on 600 idle nodes. PCP3 refuses a model that large
-  (more than 50,000 ``x[i,n]`` variables) and the fallback answers at once, whatever the
-  machine's speed: the deterministic fallback the decision log must show.
+  (more than 50,000 ``x[i,n]`` variables) and the fallback answers at once: with a
+  deadline no busy machine misses (the tests give 5 s), the deterministic fallback the
+  decision log must show, for "model too large".
 * ``live``: 8 nodes of 4 cores, 6 running jobs (two sharing a node, one spread over two
   nodes) and 12 queued jobs, the last held back by a dependency: what the queue and the
   Gantt chart must show.

@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as loaded
+from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.service.ui import scenario
 from tests.service.ui.conftest import READER, FedService
 
 MAX_SHOT_HEIGHT = 2000
+WAIT_S = 15
 
 
 def console_problems(driver: Any) -> list[str]:
@@ -40,21 +44,17 @@ def visit(driver: Any, url: str, shots: Path, name: str) -> None:
 
 
 def texts(driver: Any, css: str) -> list[str]:
-    from selenium.webdriver.common.by import By
-
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
 
 
 @pytest.fixture(scope="module")
 def signed_in(browser: Any, fed_service: FedService) -> Any:
     """The browser, sent to the login form by the dashboard, signed in with a read-only token."""
-    from selenium.webdriver.common.by import By
-
     browser.get(f"{fed_service.url}/ui/clusters/kth")
     assert "/ui/login" in browser.current_url  # never open without a token
     browser.find_element(By.ID, "token").send_keys(READER)
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    assert browser.current_url.endswith("/ui/clusters/kth")
+    WebDriverWait(browser, WAIT_S).until(loaded.url_matches(r"/ui/clusters/kth$"))
     assert console_problems(browser) == []
     # The session cookie is out of the page's reach.
     assert "cpsched_session" not in browser.execute_script("return document.cookie")
@@ -96,9 +96,11 @@ def test_decision_log_shows_the_fallback_and_filters_on_it(signed_in, fed_servic
     assert len(rows) == 100  # one page of a few hundred decisions
     assert not any("model too large" in row for row in rows[:1])  # the live one, by PCP3
     assert any("model too large" in row for row in rows)
+    old_log = signed_in.find_element("css selector", "#decision-log")
     signed_in.find_element("id", "only-fallbacks").click()  # the script submits the filter
+    WebDriverWait(signed_in, WAIT_S).until(loaded.staleness_of(old_log))
+    WebDriverWait(signed_in, WAIT_S).until(loaded.url_contains("fallbacks=true"))
     signed_in.find_element("css selector", "#decision-log")
-    assert "fallbacks=true" in signed_in.current_url
     assert console_problems(signed_in) == []
     filtered = texts(signed_in, "#decision-log tbody tr")
     assert filtered and all("fallback" in row for row in filtered)

@@ -32,7 +32,8 @@ def dispatch(client, body, cluster="c1"):
 @pytest.fixture
 def fed(make_client):
     """A service whose cluster c1 has a plan (PCP3), a fallback (the burst) and history."""
-    client = make_client(defaults={"dispatcher": "pcp3"})
+    # A deadline no busy machine misses: the burst's fallback is for its size alone.
+    client = make_client(defaults={"dispatcher": "pcp3", "deadline": 5.0})
     client.post(
         "/v1/clusters/c1/jobs/finished",
         json={"jobs": [finished(f"f{i}", 100 * i, 100 * i + 50 + i) for i in range(1, 6)]},
