@@ -42,13 +42,19 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
    || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null; then
   command -v apt-get >/dev/null || die "Slurm is not installed and apt-get is unavailable"
   # keep the packages' maintainer scripts from starting system daemons
-  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
-  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  # (a policy-rc.d already there, e.g. a container's own, is left as it is)
+  CREATED_POLICY=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+    CREATED_POLICY=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || die "apt-get update failed"
   apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge \
     slurmrestd >/dev/null || die "apt-get install of Slurm failed"
-  rm -f /usr/sbin/policy-rc.d; trap - EXIT
+  trap - EXIT
+  if [ -n "$CREATED_POLICY" ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
 
 for f in "$TB"/run/*.pid "$TB"/munge/munged.pid; do
