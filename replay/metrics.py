@@ -38,6 +38,12 @@ TIMING_KEYS = (TIMING_PREFIX, REPLAY_WALL)
 """Summary keys measured on the wall clock (by prefix): they differ from run to run."""
 
 
+def pop_timings(summary: dict[str, object]) -> dict[str, object]:
+    """Take the wall-clock keys out of ``summary`` and return them: what is left is the
+    same, byte for byte, every time the same replay runs."""
+    return {k: summary.pop(k) for k in list(summary) if k.startswith(TIMING_KEYS)}
+
+
 @dataclass(eq=False)
 class JobMetrics:
     """Per-job derived columns, aligned with :class:`JobRecords`."""

@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 
 from cpsched.replay.metrics import (
     LENGTH_CLASSES,
-    TIMING_KEYS,
     job_metrics,
+    pop_timings,
     summarise,
     warmup_count,
 )
@@ -152,8 +152,7 @@ def write_outputs(
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(result, warmup_fraction=warmup_fraction)
     if not timings:
-        measured = {k: summary.pop(k) for k in list(summary) if k.startswith(TIMING_KEYS)}
-        write_json(measured, out / "timings.json")
+        write_json(pop_timings(summary), out / "timings.json")
     jobs = jobs_table(result, warmup_fraction)
     write_parquet(jobs, out / "jobs.parquet")
     write_table_csv(jobs, out / "jobs.csv")

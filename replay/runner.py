@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cpsched.errors import TraceError
+from cpsched.errors import ConfigError, TraceError
 from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
 from cpsched.replay.outputs import write_outputs
 from cpsched.replay.remote import RemoteScheduler
 from cpsched.replay.results import ReplayResult
 from cpsched.replay.simulator import Progress, Simulator, SimulatorOptions
-from cpsched.replay.swf import read_header, read_swf
+from cpsched.replay.swf import Trace, read_header, read_swf
 from cpsched.replay.system import System, load_system, system_from_header
 from cpsched.runtime.policy import Policy
 
@@ -25,6 +25,10 @@ class ReplaySettings:
     policy: Policy = field(default_factory=Policy)
     system: Path | None = None
     jobs: int | None = None
+    """Replay this many jobs (after cleaning; after ``skip_jobs``), or all of them."""
+    skip_jobs: int = 0
+    """Leave out the first N jobs (after cleaning): a slice of the trace, which starts
+    with an empty machine and predictors that have learnt nothing."""
     warmup_fraction: float = 0.01
     validate: bool = False
     charge_decision_time: bool = False
@@ -52,21 +56,19 @@ def resolve_system(trace: Path, system: Path | None) -> System:
 def simulate(
     settings: ReplaySettings,
     *,
+    machine: System | None = None,
     on_loaded: Progress | None = None,
     progress: Progress | None = None,
 ) -> ReplayResult:
     """Replay ``settings.trace`` in memory; ``on_loaded`` is told how many jobs will be
-    replayed, then ``progress`` how many have finished."""
+    replayed, then ``progress`` how many have finished. ``machine`` is the system already
+    loaded from ``settings.system`` (a sweep loads it once where the grid is read, and
+    its workers need not have the file); by default it is loaded here."""
     policy = settings.policy
-    system = resolve_system(settings.trace, settings.system)
+    system = machine or resolve_system(settings.trace, settings.system)
     correction = policy.correction_policy(system.max_time_limit)
     dispatcher = policy.make_dispatcher(plan=False, system_cap=system.max_time_limit)
-    trace = read_swf(settings.trace, system, limit=settings.jobs)
-    if not trace.jobs:
-        raise TraceError(
-            f"no job of {settings.trace} can be replayed: {trace.report.lines} job lines, "
-            f"skipped by rule: {trace.report.counts}"
-        )
+    trace = _read_slice(settings, system)
     oracle = policy.predictor == "oracle"
     run_times = {tj.job.id: tj.run_time for tj in trace.jobs} if oracle else None
     predictor = policy.make_predictor(run_times=run_times)
@@ -125,6 +127,7 @@ def simulate(
             # The whole policy, every field by its one name: enough to replay it again.
             "policy": policy.model_dump(),
             "jobs_limit": settings.jobs,
+            "jobs_skipped": settings.skip_jobs,
             "charge_decision_time": settings.charge_decision_time,
             "service": (
                 None
@@ -139,6 +142,23 @@ def simulate(
         }
     )
     return result
+
+
+def _read_slice(settings: ReplaySettings, system: System) -> Trace:
+    """The jobs ``settings`` asks for: ``jobs`` of them after the first ``skip_jobs``."""
+    if settings.skip_jobs < 0:
+        raise ConfigError(f"the jobs to skip must be >= 0, got {settings.skip_jobs}")
+    limit = None if settings.jobs is None else settings.skip_jobs + settings.jobs
+    trace = read_swf(settings.trace, system, limit=limit)
+    if settings.skip_jobs:
+        trace = replace(trace, jobs=trace.jobs[settings.skip_jobs :])
+    if not trace.jobs:
+        skipped = f", {settings.skip_jobs} of them skipped" if settings.skip_jobs else ""
+        raise TraceError(
+            f"no job of {settings.trace} can be replayed: {trace.report.lines} job lines, "
+            f"{trace.report.kept} kept{skipped}; left out by rule: {trace.report.counts}"
+        )
+    return trace
 
 
 def _cp_settings(policy: Policy) -> dict[str, object] | None:

@@ -35,6 +35,15 @@ SystemOpt = Annotated[
     typer.Option(help="TOML system description; default: derived from the SWF header."),
 ]
 JobsOpt = Annotated[int | None, typer.Option("--jobs", help="Replay only the first N jobs.")]
+SkipOpt = Annotated[
+    int,
+    typer.Option(
+        "--skip-jobs",
+        min=0,
+        help="Leave out the first N jobs (after cleaning); with --jobs M, replay jobs N+1 "
+        "to N+M: a slice of the trace, started on an empty machine.",
+    ),
+]
 WarmupOpt = Annotated[
     float, typer.Option(help="Share of the first jobs left out of the statistics.")
 ]
@@ -75,6 +84,7 @@ def replay(
     policy: Policy,
     system: SystemOpt = None,
     jobs: JobsOpt = None,
+    skip_jobs: SkipOpt = 0,
     warmup: WarmupOpt = 0.01,
     validate: ValidateOpt = False,
     charge_decision_time: ChargeOpt = False,
@@ -107,6 +117,7 @@ def replay(
         policy=policy,
         system=system,
         jobs=jobs,
+        skip_jobs=skip_jobs,
         warmup_fraction=warmup,
         validate=validate,
         charge_decision_time=charge_decision_time,

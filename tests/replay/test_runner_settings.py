@@ -3,7 +3,10 @@ its summary records the CP options."""
 
 from __future__ import annotations
 
-from cpsched.replay.runner import _cp_settings
+import pytest
+
+from cpsched.errors import TraceError
+from cpsched.replay.runner import ReplaySettings, _cp_settings, simulate
 from cpsched.runtime.policy import Policy
 
 
@@ -32,3 +35,19 @@ def test_the_summary_records_the_whole_policy(small_trace, tmp_path):
     )
     recorded = summary["settings"]["policy"]  # type: ignore[index]
     assert Policy.model_validate(recorded) == policy
+
+
+def test_skip_jobs_replays_a_slice_of_the_trace(small_trace, tmp_path):
+    settings = ReplaySettings(
+        small_trace, tmp_path, policy=Policy.named("today"), skip_jobs=10, jobs=20
+    )
+    result = simulate(settings)
+    assert list(result.jobs.job_id) == [str(i) for i in range(11, 31)]
+    assert (result.settings["jobs_skipped"], result.settings["jobs_limit"]) == (10, 20)
+    # The slice starts on an empty machine: its first job waits for nothing.
+    assert result.jobs.start[0] == result.jobs.submit[0]
+
+
+def test_skipping_every_job_says_how_many_there_were(small_trace, tmp_path):
+    with pytest.raises(TraceError, match="40 kept, 40 of them skipped"):
+        simulate(ReplaySettings(small_trace, tmp_path, skip_jobs=40))
