@@ -4,7 +4,10 @@ Hierarchy::
 
     CpschedError                    base of everything cpsched raises on purpose
     ├── ConfigError                 a setting or system description is wrong
-    │   └── UnknownPolicyError      a dispatcher/allocator/predictor name is not registered
+    │   ├── UnknownPolicyError      a dispatcher/allocator/predictor name is not registered
+    │   └── GridError               a sweep's grid file cannot be used (cpsched sweep)
+    ├── MissingExtraError           an optional extra is not installed (names the pip command)
+    ├── SweepError                  a sweep cannot run (no scheduler, no worker)
     ├── InputError                  caller-supplied data is malformed
     │   ├── TraceError              an SWF trace cannot be used at all
     │   └── SnapshotError           a snapshot is inconsistent (unknown node, over-full node…)
@@ -33,6 +36,25 @@ class UnknownPolicyError(ConfigError):
         self.name = name
         self.valid = sorted(valid)
         super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")
+
+
+class GridError(ConfigError):
+    """A sweep grid is wrong: which file, which table, what is wrong, what to write instead."""
+
+
+class MissingExtraError(CpschedError):
+    """A feature needs an optional extra that is not installed; says how to install it."""
+
+    def __init__(self, feature: str, extra: str, module: str | None) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the [{extra}] extra ({module or 'a module'} is not installed): "
+            f"pip install 'cpsched[{extra}]'"
+        )
+
+
+class SweepError(CpschedError):
+    """A sweep cannot run: the scheduler is unreachable or has no worker."""
 
 
 class InputError(CpschedError):

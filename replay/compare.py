@@ -33,8 +33,7 @@ def compare_policies(
     ``today`` (EASY on the users' requested times: what Slurm and PBS essentially do) is
     always among the runs, and every ratio in the table is to it.
     """
-    runs = dict(policies)
-    runs.setdefault(BASELINE, Policy.named(BASELINE))
+    runs = with_baseline(policies)
     settings = [
         replace(base, policy=policy, out=base.out / label) for label, policy in runs.items()
     ]
@@ -69,6 +68,14 @@ def replay_with_queue(settings: ReplaySettings) -> tuple[dict[str, object], Queu
     result = simulate(settings)
     curve = queue_curve(result.series)
     return write_replay(result, settings), curve
+
+
+def with_baseline(runs: Mapping[str, Policy]) -> dict[str, Policy]:
+    """``runs`` with ``today`` among them, added last when no run has that label: every
+    ratio of a comparison (``compare``, ``sweep``) is to it."""
+    with_today = dict(runs)
+    with_today.setdefault(BASELINE, Policy.named(BASELINE))
+    return with_today
 
 
 def describe(policy: Policy) -> str:

@@ -153,7 +153,7 @@ def _read_slice(settings: ReplaySettings, system: System) -> Trace:
     if settings.skip_jobs:
         trace = replace(trace, jobs=trace.jobs[settings.skip_jobs :])
     if not trace.jobs:
-        skipped = f", {settings.skip_jobs} of them skipped" if settings.skip_jobs else ""
+        skipped = f", all within the {settings.skip_jobs} skipped" if settings.skip_jobs else ""
         raise TraceError(
             f"no job of {settings.trace} can be replayed: {trace.report.lines} job lines, "
             f"{trace.report.kept} kept{skipped}; left out by rule: {trace.report.counts}"

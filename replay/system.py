@@ -58,17 +58,25 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def read_toml(
+    path: Path, where: str, *, missing: str, error: type[ConfigError] = ConfigError
+) -> dict[str, Any]:
+    """The TOML file at ``path`` (``where`` names it in messages); a missing, unreadable
+    or invalid file is an ``error`` saying which, ``missing`` telling what to do."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{where} does not exist; {missing}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{where} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{where} is not valid TOML: {exc}") from None
+
+
 def load_system(path: Path) -> System:
     """Read a TOML system file; every problem is a ConfigError naming the file and the fix."""
     where = f"system file {path}"
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{where} does not exist; pass an existing TOML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where} cannot be read: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where} is not valid TOML: {exc}") from exc
+    data = read_toml(Path(path), where, missing="pass an existing TOML file")
 
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:

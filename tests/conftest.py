@@ -19,6 +19,21 @@ def traces_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def dask_installed() -> None:
+    """Dask, which the [sweep] extra installs, is there: skipped locally without it, a
+    failure in CI (``CI`` set), as the PostgreSQL tests are."""
+    try:
+        import distributed  # noqa: F401
+    except ModuleNotFoundError as missing:
+        reason = (
+            f"the [sweep] extra is not installed ({missing.name}): pip install 'cpsched[sweep]'"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"Dask is required in CI: {reason}")
+        pytest.skip(reason)
+
+
 SMALL_SWF = """\
 ; Small hand-written trace for CLI tests
 ; MaxNodes: 4

@@ -8,10 +8,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cpsched import __version__, logs
-from cpsched.cli import bench, serve
+from cpsched.cli import bench, serve, sweep
 from cpsched.cli.generate import generate
 from cpsched.cli.policy_options import policy_options
 from cpsched.errors import CpschedError
@@ -199,6 +200,7 @@ def compare(
 
 app.command("bench-instances")(bench.bench_instances)
 app.command("generate")(generate)
+app.command("sweep")(sweep.sweep)
 serve.register(app)
 
 
@@ -234,5 +236,6 @@ def main() -> None:
     try:
         app()
     except CpschedError as error:
-        console.print(f"[red]error:[/] {error}", soft_wrap=True)
+        # Escaped: messages name TOML tables and extras in brackets ([[nodes]], [sweep]).
+        console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
         raise SystemExit(2) from None
