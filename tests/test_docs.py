@@ -5,9 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from cpsched.replay.sweep import load_grid
 from cpsched.runtime.policy import Policy
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
 
 
 def test_the_readme_lists_every_policy_setting():
@@ -23,3 +27,18 @@ def test_every_image_the_docs_show_is_in_the_repository():
         for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text()):
             if "://" not in target:
                 assert (page.parent / target).is_file(), f"{page.name}: {target}"
+
+
+@pytest.mark.parametrize("doc", [README, REPO / "docs" / "sweeps.md"])
+def test_the_sweep_grid_examples_are_valid_grids(doc, tmp_path, traces_dir):
+    """The first TOML block after the sweep's heading, with its paths pointed here."""
+    text = doc.read_text()
+    start = text.index("```toml", text.index("Sweeps" if doc == README else "## The grid"))
+    example = text[start + len("```toml") : text.index("```", start + 1)]
+    example = example.replace('"../shared/data/traces/', f'"{traces_dir}/')
+    example = example.replace('"systems/', f'"{REPO / "systems"}/')
+    grid = tmp_path / "grid.toml"
+    grid.write_text(example)
+    plan = load_grid(grid)
+    assert len(plan.traces) == 2
+    assert len(plan.cells()) == 2 * len(plan.policies) > 2
