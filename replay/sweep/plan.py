@@ -11,10 +11,11 @@ import hashlib
 import json
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
 
+from cpsched.replay.metrics import jsonable
 from cpsched.replay.runner import ReplaySettings
 from cpsched.replay.system import System
 from cpsched.runtime.policy import Policy
@@ -63,7 +64,8 @@ class Cell:
         key = {
             "version": PLAN_VERSION,
             "trace": self.trace.digest,
-            "system": repr(self.trace.system),
+            # Not repr(): sets of strings (node features) print in a per-process order.
+            "system": jsonable(asdict(self.trace.system)),
             "skip_jobs": self.trace.skip_jobs,
             "jobs": self.trace.jobs,
             "policy": self.policy.policy.model_dump(mode="json"),

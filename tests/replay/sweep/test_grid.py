@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -220,3 +223,29 @@ def test_a_trace_whose_header_has_no_machine_needs_a_system_file(tmp_path, write
 def test_a_missing_grid_file_says_so(tmp_path):
     with pytest.raises(GridError, match=r"grid file .*nope\.toml does not exist"):
         load_grid(tmp_path / "nope.toml")
+
+
+def test_a_cell_id_is_the_same_in_every_process():
+    # Sets of strings (node features) print in an order that changes with the process's
+    # hash seed: a rerun must still find the cells it finished.
+    code = """
+from pathlib import Path
+from cpsched.replay.system import Node, System
+from cpsched.replay.sweep.plan import Cell, GridPolicy, TraceSlice
+from cpsched.runtime.policy import Policy
+features = frozenset({"gpu", "fast", "ib", "a100", "nvme", "bigmem"})
+system = System("x", ("cpu",), (Node("n0", (4,), features),))
+trace = TraceSlice("t", Path("t.swf"), "digest", system)
+print(Cell(trace, GridPolicy("p", "default", Policy())).id)
+"""
+    ids = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(ids) == 1, ids
