@@ -3,6 +3,7 @@ traces (``dask_installed`` is in tests/conftest.py: the CLI's tests use it too).
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,12 @@ from cpsched.replay.sweep import SweepPlan, load_grid
 
 REPO = Path(__file__).resolve().parents[3]
 CTC_SYSTEM = REPO / "systems" / "ctc.toml"
+
+
+@pytest.fixture(autouse=True)
+def staging_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traces that cells run in this process stage land under the test's directory."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
 @pytest.fixture

@@ -14,14 +14,17 @@ pytestmark = pytest.mark.usefixtures("dask_installed")
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    """A local cluster of two single-threaded worker processes for the module's sweeps."""
+def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A local cluster of two single-threaded worker processes for the module's sweeps;
+    the traces they stage land in a temporary directory of the tests."""
     from distributed import LocalCluster
 
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-    ) as cluster:
-        yield cluster.scheduler_address
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(tmp_path_factory.mktemp("workers")))
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster:
+            yield cluster.scheduler_address
 
 
 def test_failed_cells_are_reported_and_a_rerun_runs_only_what_is_not_finished(
