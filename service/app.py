@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from cpsched import __version__
 from cpsched.errors import ConfigError
+from cpsched.service.auth import BearerAuth
 from cpsched.service.body_limit import BodyLimit
 from cpsched.service.cluster import build_dispatchers, build_predictor
 from cpsched.service.error_handlers import install_error_handlers
@@ -75,6 +76,12 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         BodyLimit,
         max_bytes=settings.max_body_bytes,
         on_refused=metrics.bad_requests.labels("413").inc,
+    )
+    # Added last, so outermost: a request without rights is refused before its body is read.
+    app.add_middleware(
+        BearerAuth,
+        tokens=settings.tokens,
+        on_refused=lambda status: metrics.bad_requests.labels(str(status)).inc(),
     )
     install_error_handlers(app, metrics)
     for module in (dispatch, jobs, decisions, health):

@@ -1,21 +1,27 @@
 """Request body size limit as an ASGI middleware: a declared length over the limit is
-refused before reading, and a chunked body is cut off as soon as it passes the limit."""
+refused before reading, and a body sent in chunks (no declared length) is cut off with
+the same 413 as soon as it passes the limit."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from starlette.exceptions import HTTPException
+
+from cpsched.service.asgi import ASGIApp, Message, Receive, Scope, Send, send_error
 
 
-class BodyTooLargeError(Exception):
-    pass
+def too_large_detail(max_bytes: int) -> str:
+    return f"request body over {max_bytes} bytes: send smaller batches or raise max_body_bytes"
+
+
+class BodyTooLargeError(HTTPException):
+    """Raised from ``receive`` once a chunked body passes the limit. An HTTP exception, so
+    that FastAPI, which turns any other error met while reading a body into a 400, passes
+    it on to the error handlers (413); a reader that does not is answered here."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, too_large_detail(max_bytes))
 
 
 class BodyLimit:
@@ -31,7 +37,8 @@ class BodyLimit:
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send)
+            self.on_refused()
+            await send_error(send, 413, "body_too_large", too_large_detail(self.max_bytes))
             return
         seen = 0
         started = False
@@ -42,7 +49,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise BodyTooLargeError
+                    raise BodyTooLargeError(self.max_bytes)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -54,25 +61,5 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLargeError:
             if not started:
-                await self._refuse(send)
-
-    async def _refuse(self, send: Send) -> None:
-        self.on_refused()
-        body = json.dumps(
-            {
-                "error": "body_too_large",
-                "detail": f"request body over {self.max_bytes} bytes: send smaller batches "
-                "or raise max_body_bytes",
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+                self.on_refused()
+                await send_error(send, 413, "body_too_large", too_large_detail(self.max_bytes))

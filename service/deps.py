@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, HTTPException, Path, Request
 from sqlalchemy import Engine
 
-from cpsched.service.auth import authorise
+from cpsched.service.auth import VERDICT_SCOPE_KEY, Refusal, authorise
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.orchestrator import Orchestrator
 
@@ -21,15 +21,32 @@ ClusterName = Annotated[
 JobId = Annotated[str, Path(min_length=1, max_length=256)]
 
 
+def _token(request: Request, cluster: str, *, write: bool) -> str:
+    """The token's name if it may act on ``cluster``. :class:`~cpsched.service.auth.BearerAuth`
+    has already refused a request without rights before its body was read; a route
+    mounted without that middleware checks here."""
+    verdict: tuple[str, bool] | None = request.scope.get(VERDICT_SCOPE_KEY)
+    if verdict is not None and (verdict[1] or not write):
+        return verdict[0]
+    try:
+        return authorise(
+            request.headers.get("authorization"),
+            request.app.state.settings.tokens,
+            cluster,
+            write=write,
+        )
+    except Refusal as refusal:
+        raise HTTPException(refusal.status, refusal.detail, refusal.headers or None) from None
+
+
 def token_for_cluster(cluster: ClusterName, request: Request) -> str:
-    """The token's name if it may post to ``cluster``: a dependency, so that a request
-    without rights is refused before its body is even validated."""
-    return authorise(request, request.app.state.settings.tokens, cluster)
+    """The token's name if it may post to ``cluster``."""
+    return _token(request, cluster, write=True)
 
 
 def reader_of_cluster(cluster: ClusterName, request: Request) -> str:
     """The token's name if it may read ``cluster`` (a read-only token may)."""
-    return authorise(request, request.app.state.settings.tokens, cluster, write=False)
+    return _token(request, cluster, write=False)
 
 
 def orchestrator_of(request: Request) -> Orchestrator:
