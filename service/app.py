@@ -24,7 +24,7 @@ from cpsched.service.orchestrator import Orchestrator
 from cpsched.service.routes import decisions, dispatch, health, jobs
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import migrate
-from cpsched.service.store.database import make_engine, make_sessions
+from cpsched.service.store.database import check_reachable, make_engine, make_sessions
 from cpsched.service.ui.install import install_ui
 
 
@@ -43,9 +43,11 @@ def check_policies(settings: ServiceSettings) -> None:
 def create_app(settings: ServiceSettings) -> FastAPI:
     check_policies(settings)
     engine = make_engine(settings.database_url)
+    check_reachable(engine)
     if not migrate.is_current(engine):
-        if not settings.upgrade_on_start:
-            current = migrate.current_revision(engine) or "empty"
+        # An empty database is created; existing data is migrated only when asked.
+        if not settings.upgrade_on_start and not migrate.is_empty(engine):
+            current = migrate.current_revision(engine) or "no revision"
             raise ConfigError(
                 f"the database schema is out of date (at {current}, code needs "
                 f"{migrate.head_revision()}): run 'cpsched db upgrade' first, or start with "

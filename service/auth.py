@@ -26,6 +26,7 @@ from fastapi import Request
 
 from cpsched.service.asgi import ASGIApp, Receive, Scope, Send, send_error
 from cpsched.service.settings import TokenConfig
+from cpsched.wire.schemas import shown
 
 VERDICT_SCOPE_KEY = "cpsched.token"
 """Where :class:`BearerAuth` leaves its verdict in the ASGI scope: (token name, write)."""
@@ -81,7 +82,7 @@ def authorise(
     match = find_token(tokens, presented)
     if match is None:
         raise Refusal(401, "unknown token", {"WWW-Authenticate": "Bearer"})
-    where = cluster
+    where = shown(cluster, 128)
     if not match.allows(cluster):
         raise Refusal(403, f"token {match.name!r} has no rights to cluster {where!r}")
     if write and match.read_only:

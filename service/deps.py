@@ -14,11 +14,21 @@ from sqlalchemy import Engine
 from cpsched.service.auth import VERDICT_SCOPE_KEY, Refusal, authorise
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.orchestrator import Orchestrator
+from cpsched.wire.schemas import PRINTABLE
 
 ClusterName = Annotated[
     str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ]
-JobId = Annotated[str, Path(min_length=1, max_length=256)]
+JobId = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=256,
+        pattern=PRINTABLE,
+        description="The job's id, as the workload manager gives it; a '/' in it may be "
+        "sent as is or as %2F.",
+    ),
+]
 
 
 def _token(request: Request, cluster: str, *, write: bool) -> str:

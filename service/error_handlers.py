@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cpsched.errors import InputError
 from cpsched.service.metrics import ServiceMetrics
-from cpsched.wire.schemas import ErrorOut
+from cpsched.wire.schemas import ErrorOut, shown
 
 log = logging.getLogger("cpsched.service.app")
 
@@ -43,15 +43,18 @@ def install_error_handlers(app: FastAPI, metrics: ServiceMetrics) -> None:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]
         )
-        return error(422, "invalid_request", problems)
+        # The locations quote the client's keys: escaped, so that any of them can be shown.
+        return error(422, "invalid_request", shown(problems, 4000))
 
     @app.exception_handler(InputError)
     async def bad_input(_request: Request, exc: InputError) -> JSONResponse:
-        return error(422, "invalid_snapshot", str(exc))
+        return error(422, "invalid_snapshot", shown(str(exc), 4000))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        response = error(exc.status_code, _KINDS.get(exc.status_code, "error"), str(exc.detail))
+        response = error(
+            exc.status_code, _KINDS.get(exc.status_code, "error"), shown(str(exc.detail), 4000)
+        )
         if exc.headers:
             response.headers.update(exc.headers)
         return response

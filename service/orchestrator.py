@@ -20,7 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
@@ -41,9 +41,11 @@ from cpsched.wire.schemas import (
     FinishedBatchIn,
     FinishedJobIn,
     JobInfoOut,
+    Name,
     RefusedFinishedOut,
     StartOut,
     end_state,
+    shown,
 )
 
 log = logging.getLogger(__name__)
@@ -94,6 +96,17 @@ class Orchestrator:
                 )
             self._runtimes[cluster] = runtime
             return runtime
+
+    def existing(self, cluster: str) -> ClusterRuntime | None:
+        """The cluster's runtime if it was ever written to; reads never create a cluster."""
+        with self._runtimes_lock:
+            found = self._runtimes.get(cluster)
+        if found is not None:
+            return found
+        with self.sessions() as session:
+            if history.find_cluster(session, cluster) is None:
+                return None
+        return self.runtime(cluster)
 
     def warm_up(self) -> None:
         """Rebuild every stored cluster's predictor now rather than on its first request."""
@@ -272,7 +285,9 @@ class Orchestrator:
     # -- the audit trail ----------------------------------------------------------------
 
     def audit(self, cluster: str, after_id: int, limit: int) -> AuditPageOut:
-        runtime = self.runtime(cluster)
+        runtime = self.existing(cluster)
+        if runtime is None:
+            return AuditPageOut(entries=[], next_after_id=None)
         with self.sessions() as session:
             rows = history.decisions(session, runtime.cluster_id, after_id, limit)
         entries = [
@@ -297,7 +312,9 @@ class Orchestrator:
     # -- what the service knows of a job ----------------------------------------------
 
     def job_info(self, cluster: str, job_id: str) -> JobInfoOut:
-        runtime = self.runtime(cluster)
+        runtime = self.existing(cluster)
+        if runtime is None:
+            return JobInfoOut(cluster=cluster, job_id=job_id, state="unknown")
         with self.sessions() as session:
             done = history.finished_job(session, runtime.cluster_id, job_id)
             predictions = history.predictions_of(session, runtime.cluster_id, job_id)
@@ -381,6 +398,16 @@ def _wire(row: FinishedJobRow) -> FinishedJobIn:
     )
 
 
+_NAME: TypeAdapter[str] = TypeAdapter(Name)
+
+
+def _valid_name(value: object) -> str | None:
+    try:
+        return _NAME.validate_python(value, strict=True)
+    except ValidationError:
+        return None
+
+
 def _checked_finished(
     batch: FinishedBatchIn,
 ) -> tuple[list[FinishedJobIn], list[RefusedFinishedOut]]:
@@ -391,14 +418,15 @@ def _checked_finished(
         try:
             jobs.append(FinishedJobIn.model_validate(raw))
         except ValidationError as exc:
-            job_id = raw.get("id")
+            job_id = _valid_name(raw.get("id"))
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'job'}: {e['msg']}" for e in exc.errors()
             )
             refused.append(
                 RefusedFinishedOut(
-                    job_id=job_id[:256] if isinstance(job_id, str) else f"#{index}",
-                    reason=problems[:1000],
+                    # The id as sent when it is a valid one, else the job's place.
+                    job_id=job_id if job_id is not None else f"#{index}",
+                    reason=shown(problems),
                 )
             )
     return jobs, refused

@@ -8,32 +8,63 @@ Job ids are strings (Slurm arrays are "123_4", PBS ids carry the server name).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 API_VERSION = "v1"
 
-Name = Annotated[str, Field(min_length=1, max_length=256)]
-# Bounded so that every value fits a 64-bit database column with room for sums.
-Time = Annotated[int, Field(ge=0, le=2**40, description="Epoch seconds.")]
-Seconds = Annotated[int, Field(ge=1, le=2**40)]
-Count = Annotated[int, Field(ge=1, le=2**31)]
-Amount = Annotated[int, Field(ge=0, le=2**40)]
-Amounts = dict[Annotated[str, Field(min_length=1, max_length=64)], Amount]
+PRINTABLE = r"^[^\x00-\x08\x0a-\x1f\x7f]*$"
+"""Every string the service stores or shows: no control character but the tab. A NUL
+cannot go into PostgreSQL text, and the others rewrite a terminal or a log line. (Lone
+surrogates, which UTF-8 cannot encode, are refused by the strict string type itself.)"""
+
+_CONTROL = re.compile(PRINTABLE)
 
 
 def _printable(text: str) -> str:
-    """Labels are stored and shown: a NUL (which PostgreSQL cannot store) or another
-    control character (which rewrites a terminal or a log line) is refused."""
-    bad = next((c for c in text if (c < " " and c != "\t") or c == "\x7f"), None)
-    if bad is not None:
+    # The pattern is stated in the OpenAPI document (for clients and schemathesis); this
+    # check says which character was wrong, which a pattern mismatch would not.
+    if _CONTROL.match(text) is None:
+        bad = next(c for c in text if (c < " " and c != "\t") or c == "\x7f")
         raise ValueError(f"contains the control character {bad!r}; send printable text")
     return text
 
 
-Label = Annotated[str, Field(max_length=1024), AfterValidator(_printable)]
+def shown(text: str, limit: int = 1000) -> str:
+    """``text`` as an answer or a log line may carry it: control characters and lone
+    surrogates escaped (a client's bytes quoted in an error message must not break the
+    answer's encoding), at most ``limit`` characters."""
+    if not _CONTROL.match(text) or any("\ud800" <= c <= "\udfff" for c in text):
+        text = "".join(
+            c if " " <= c != "\x7f" and not "\ud800" <= c <= "\udfff" else repr(c)[1:-1]
+            for c in text
+        )
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+# Every printable string states its pattern in the schema; the check says which character
+# was wrong. Every column that stores one is at least as wide as its maximum length.
+_PRINTABLE = (Field(json_schema_extra={"pattern": PRINTABLE}), AfterValidator(_printable))
+Name = Annotated[str, Field(min_length=1, max_length=256), *_PRINTABLE]
+"""A job, node, partition or reservation name: 1 to 256 printable characters."""
+Label = Annotated[str, Field(max_length=1024), *_PRINTABLE]
 """A user, group, job or partition name: any printable text up to 1,024 characters."""
+ResourceName = Annotated[str, Field(min_length=1, max_length=64), *_PRINTABLE]
+
+MAX_NODES = 200_000
+"""Nodes one snapshot may list (and a replay's system file may declare)."""
+MAX_RESOURCE_TYPES = 64
+"""Resource types one node or one job may list (the snapshot as a whole: see the codec)."""
+
+# Bounded so that every value fits a 64-bit database column with room for sums.
+Time = Annotated[int, Field(ge=0, le=2**40, description="Epoch seconds.")]
+Seconds = Annotated[int, Field(ge=1, le=2**40)]
+Count = Annotated[int, Field(ge=1, le=2**31 - 1)]
+"""Units and node counts: a 32-bit database column."""
+Amount = Annotated[int, Field(ge=0, le=2**40)]
+Amounts = Annotated[dict[ResourceName, Amount], Field(max_length=MAX_RESOURCE_TYPES)]
 NodeState = Literal["up", "drain", "down", "reserved"]
 
 
@@ -69,7 +100,7 @@ class PartitionIn(WireModel):
     """A partition (PBS: queue): the nodes its jobs may use, and its limits."""
 
     name: Name
-    nodes: list[Name] = Field(max_length=200_000, description="Its nodes, by name.")
+    nodes: list[Name] = Field(max_length=MAX_NODES, description="Its nodes, by name.")
     max_time: Seconds | None = Field(None, description="Longest time limit it allows, s.")
     max_nodes: Count | None = Field(None, description="Most nodes one job may use in it.")
 
@@ -79,7 +110,7 @@ class ReservationIn(WireModel):
     only jobs naming it may use them then; no other job may run on them into the window."""
 
     name: Name
-    nodes: list[Name] = Field(min_length=1, max_length=200_000)
+    nodes: list[Name] = Field(min_length=1, max_length=MAX_NODES)
     start: Time
     end: Time
 
@@ -110,7 +141,7 @@ class JobIn(WireModel):
         ),
     )
     # The site's rules (optional; absent, the job may go on any node of the snapshot).
-    features: Annotated[str, Field(max_length=1024)] | None = Field(
+    features: Label | None = Field(
         None,
         description="Required node features, Slurm's --constraint syntax: names with & "
         "(and), | (or), parentheses, one enclosing [a|b] (all nodes the same one).",
@@ -144,7 +175,7 @@ class RunningJobIn(JobIn):
     allocation: dict[Name, Count] = Field(
         description="Units of this job on each node, by node name."
     )
-    extensions: Annotated[int, Field(ge=0, le=2**31)] = Field(
+    extensions: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(
         0, description="Time-limit extensions granted so far."
     )
 
@@ -160,7 +191,7 @@ class RunningJobIn(JobIn):
 
 class SnapshotIn(WireModel):
     time: Time = Field(description="The cluster's clock; the service reads no other.")
-    nodes: list[NodeIn] = Field(max_length=200_000)
+    nodes: list[NodeIn] = Field(max_length=MAX_NODES)
     running: list[RunningJobIn] = Field(default_factory=list, max_length=1_000_000)
     queued: list[JobIn] = Field(default_factory=list, max_length=1_000_000)
     partitions: list[PartitionIn] = Field(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,6 +11,9 @@ from cpsched import logs
 from cpsched.cli.policy_options import policy_options
 from cpsched.runtime.policy import Policy
 from cpsched.service.settings import load_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 ConfigOpt = Annotated[
     Path | None,
@@ -60,6 +63,15 @@ def serve(
     )
 
 
+def _engine(config: Path | None, database_url: str | None) -> Engine:
+    """The configured database's engine, once it answered (else a one-line error)."""
+    from cpsched.service.store.database import check_reachable, make_engine
+
+    engine = make_engine(load_settings(config, database_url=database_url).database_url)
+    check_reachable(engine)
+    return engine
+
+
 @db_app.command("upgrade")
 def db_upgrade(
     config: ConfigOpt = None,
@@ -68,9 +80,8 @@ def db_upgrade(
 ) -> None:
     """Create or migrate the schema to the latest (or given) revision."""
     from cpsched.service.store import migrate
-    from cpsched.service.store.database import make_engine
 
-    engine = make_engine(load_settings(config, database_url=database_url).database_url)
+    engine = _engine(config, database_url)
     migrate.upgrade(engine, revision)
     typer.echo(f"schema at {migrate.current_revision(engine)}")
 
@@ -83,9 +94,8 @@ def db_downgrade(
 ) -> None:
     """Migrate the schema back to ``revision``."""
     from cpsched.service.store import migrate
-    from cpsched.service.store.database import make_engine
 
-    engine = make_engine(load_settings(config, database_url=database_url).database_url)
+    engine = _engine(config, database_url)
     migrate.downgrade(engine, revision)
     typer.echo(f"schema at {migrate.current_revision(engine) or 'base'}")
 
@@ -94,9 +104,8 @@ def db_downgrade(
 def db_current(config: ConfigOpt = None, database_url: DatabaseOpt = None) -> None:
     """Print the schema's revision and whether it is the latest."""
     from cpsched.service.store import migrate
-    from cpsched.service.store.database import make_engine
 
-    engine = make_engine(load_settings(config, database_url=database_url).database_url)
+    engine = _engine(config, database_url)
     current = migrate.current_revision(engine)
     head = migrate.head_revision()
     typer.echo(f"{current or 'empty'} ({'current' if current == head else f'latest is {head}'})")

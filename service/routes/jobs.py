@@ -24,7 +24,8 @@ def finished(
 
 
 @router.get(
-    "/{job_id}",
+    # A path parameter, so that an id holding '/' (a PBS array, a site's naming) is found.
+    "/{job_id:path}",
     response_model=JobInfoOut,
     summary="What the service knows of a job: history, prediction, why it waits.",
 )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.errors import ConfigError
@@ -33,6 +33,20 @@ def make_engine(url: str) -> Engine:
             f"database {parsed.get_backend_name()!r} is not supported: use sqlite or postgresql"
         )
     return create_engine(parsed, pool_pre_ping=True, pool_size=8, max_overflow=8)
+
+
+def check_reachable(engine: Engine) -> None:
+    """Connect once: an unreachable database is a one-line ConfigError naming it (password
+    hidden) and the driver's reason, not a traceback."""
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except DBAPIError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise ConfigError(
+            f"cannot reach the database {engine.url.render_as_string(hide_password=True)}: "
+            f"{reason}; check database_url and that the server is running"
+        ) from None
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:

@@ -29,9 +29,14 @@ def _insert_ignoring_duplicates(session: Session, table: type, rows: list[dict[s
     session.execute(statement, rows)
 
 
+def find_cluster(session: Session, name: str) -> int | None:
+    """The id of cluster ``name``, None if it was never written to."""
+    return session.scalar(select(Cluster.id).where(Cluster.name == name))
+
+
 def cluster_id(session: Session, name: str) -> int:
     """The id of cluster ``name``, created on first use."""
-    found = session.scalar(select(Cluster.id).where(Cluster.name == name))
+    found = find_cluster(session, name)
     if found is not None:
         return found
     _insert_ignoring_duplicates(session, Cluster, [{"name": name}])

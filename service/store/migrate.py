@@ -8,9 +8,10 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect
 
 from cpsched import migrations
+from cpsched.service.store.models import Base
 
 SCRIPTS = Path(migrations.__file__).parent
 
@@ -35,6 +36,12 @@ def current_revision(engine: Engine) -> str | None:
 
 def is_current(engine: Engine) -> bool:
     return current_revision(engine) == head_revision()
+
+
+def is_empty(engine: Engine) -> bool:
+    """No revision and none of cpsched's tables: creating the schema here loses nothing."""
+    ours = set(Base.metadata.tables)
+    return current_revision(engine) is None and not ours & set(inspect(engine).get_table_names())
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

@@ -25,10 +25,23 @@ def test_db_upgrade_current_downgrade(tmp_path):
 
 
 def test_serve_refuses_an_out_of_date_schema(tmp_path):
-    result = cpsched("serve", "--database-url", f"sqlite:///{tmp_path / 'c.db'}")
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert cpsched("db", "upgrade", "--database-url", url, "--revision", "0001").returncode == 0
+    result = cpsched("serve", "--database-url", url)
     assert result.returncode == 2
     assert "cpsched db upgrade" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_serve_and_db_say_in_one_line_that_the_database_is_unreachable(tmp_path):
+    url = "postgresql+psycopg://cpsched:secret-pw@127.0.0.1:1/cpsched"
+    for args in (("serve",), ("db", "upgrade"), ("db", "current")):
+        result = cpsched(*args, "--database-url", url)
+        assert result.returncode == 2
+        assert "Traceback" not in result.stderr
+        assert "cannot reach the database" in result.stderr
+        assert "secret-pw" not in result.stderr  # the password is hidden
+        assert len(result.stderr.strip().splitlines()) <= 2, result.stderr
 
 
 def test_serve_refuses_a_bad_config(tmp_path):

@@ -1,0 +1,113 @@
+"""Input the schema accepts is stored on both databases, and input it refuses gets a 4xx
+saying why: no 500 from a string PostgreSQL cannot hold, a number a column cannot hold,
+or a path parameter (probes of issue 20, item 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from cpsched.service.store.database import make_engine
+from cpsched.service.store.models import Cluster, FinishedJobRow
+from tests.service.conftest import AUTH, finished, job, node, snapshot
+
+JSON = {**AUTH, "content-type": "application/json"}
+
+
+def post(client, path, body):
+    # Encoded here (ASCII, escapes kept): the test client would refuse a lone surrogate.
+    return client.post(f"/v1/clusters/c1/{path}", content=json.dumps(body), headers=JSON)
+
+
+def test_the_longest_labels_the_schema_allows_are_stored(client, database_url):
+    long = "é" * 1024
+    job_ = {**finished("j" * 256, 0, 10), "user": long, "group": long, "name": long}
+    answer = post(client, "jobs/finished", {"jobs": [{**job_, "partition": long}]})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["stored"] == 1
+    with make_engine(database_url).connect() as conn:
+        row = conn.execute(select(FinishedJobRow)).one()
+    assert (len(row.job_id), row.user_name, row.partition) == (256, long, long)
+    queued = {**job("q"), "user": long, "name": long, "reason": long}
+    assert post(client, "dispatch", snapshot(queued=[queued])).status_code == 200
+    assert client.get(f"/v1/clusters/c1/jobs/{'j' * 256}", headers=AUTH).json()["user"] == long
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"id": "a\x00b"}, "id"),
+        ({"id": "a\x1bb"}, "id"),
+        ({"id": "j" * 257}, "id"),
+        ({"name": "x\x00"}, "name"),
+        ({"user": "u" * 1025}, "user"),
+        ({"units": 2**31}, "units"),
+        ({"per_unit": {"c\x00pu": 1}}, "per_unit"),
+        ({"per_unit": {f"t{i}": 1 for i in range(65)}}, "per_unit"),
+        ({"features": "a\x00"}, "features"),
+        ({"reservation": "r\x00"}, "reservation"),
+    ],
+)
+def test_a_finished_job_the_database_cannot_hold_is_refused_alone(client, change, where):
+    batch = {"jobs": [{**finished("ok", 0, 10)}, {**finished("bad", 0, 10), **change}]}
+    answer = post(client, "jobs/finished", batch)
+    assert answer.status_code == 200, answer.text
+    ack = answer.json()
+    assert ack["stored"] == 1
+    (refused,) = ack["refused"]
+    assert where in refused["reason"]
+    assert refused["job_id"] in {"bad", "#1"}
+
+
+def test_a_refused_job_id_that_cannot_be_shown_is_named_by_its_place(client):
+    # A lone surrogate cannot be encoded in the answer: the refusal names the job's place.
+    answer = post(client, "jobs/finished", {"jobs": [finished("a\ud800", 0, 10)]})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["refused"][0]["job_id"] == "#0"
+    extra = {**finished("j", 0, 10), "x\ud800": 1}
+    answer = post(client, "jobs/finished", {"jobs": [extra]})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["refused"][0]["job_id"] == "j"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        snapshot(queued=[job("a\x00b")]),
+        snapshot(queued=[{**job("q"), "user": "u\x00"}]),
+        snapshot(nodes=[node("n\x00")], queued=[job("q")]),
+        snapshot(nodes=[node("n1", **{"g\x00": 1})]),
+        snapshot(nodes=[node("n1", cpu=2**31)], queued=[job("q", units=2**31)]),
+        snapshot(queued=[job("a\ud800")]),
+        {**snapshot(), "x\ud800": 1},
+        {**snapshot(), "partitions": [{"name": "p\x00", "nodes": ["n1"]}]},
+        {**snapshot(), "reservations": [{"name": "r", "nodes": ["n\x07"], "start": 1, "end": 2}]},
+    ],
+)
+def test_a_snapshot_with_a_string_or_number_no_column_holds_gets_422(client, body):
+    answer = post(client, "dispatch", body)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"] == "invalid_request"
+
+
+@pytest.mark.parametrize("path", ["a%00b", "a%1Bb", "j" * 257])
+def test_a_job_id_in_the_path_no_column_holds_gets_422(client, path):
+    answer = client.get(f"/v1/clusters/c1/jobs/{path}", headers=AUTH)
+    assert answer.status_code == 422, answer.text
+
+
+def test_a_job_id_holding_a_slash_can_be_queried(client):
+    post(client, "jobs/finished", {"jobs": [finished("pbs/12[3]", 0, 10)]})
+    for path in ("pbs/12[3]", "pbs%2F12%5B3%5D"):
+        info = client.get(f"/v1/clusters/c1/jobs/{path}", headers=AUTH).json()
+        assert (info["job_id"], info["state"]) == ("pbs/12[3]", "finished")
+
+
+def test_reading_an_unknown_cluster_creates_nothing(client, database_url):
+    assert client.get("/v1/clusters/ghost/jobs/j1", headers=AUTH).json()["state"] == "unknown"
+    page = client.get("/v1/clusters/ghost/decisions", headers=AUTH).json()
+    assert page == {"entries": [], "next_after_id": None}
+    with make_engine(database_url).connect() as conn:
+        assert list(conn.scalars(select(Cluster.name))) == []
