@@ -14,7 +14,7 @@ from cpsched.replay.compare_plots import (
     write_comparison_plots,
 )
 from cpsched.replay.compare_table import comparison_rows, to_markdown, write_csv
-from cpsched.replay.outputs import atomic_target
+from cpsched.replay.outputs import atomic_target, output_directory
 from cpsched.replay.runner import ReplaySettings, simulate, write_replay
 from cpsched.runtime.policy import Policy
 
@@ -33,6 +33,7 @@ def compare_policies(
     ``today`` (EASY on the users' requested times: what Slurm and PBS essentially do) is
     always among the runs, and every ratio in the table is to it.
     """
+    output_directory(base.out)
     runs = with_baseline(policies)
     settings = [
         replace(base, policy=policy, out=base.out / label) for label, policy in runs.items()

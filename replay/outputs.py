@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from cpsched.errors import ConfigError
 from cpsched.replay.metrics import (
     LENGTH_CLASSES,
     job_metrics,
@@ -49,6 +50,20 @@ JOB_COLUMNS = (
     "warmup",
 )
 ROW_GROUP = 65_536
+
+
+def output_directory(out: Path) -> Path:
+    """``out``, created if needed and checked writable before a long run starts: a file
+    there, or a directory that cannot be made or written, is a ConfigError saying which."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a directory (it is created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as exc:
+        raise ConfigError(f"--out {out} cannot be written: {exc.strerror or exc}") from None
+    return out
 
 
 @contextmanager

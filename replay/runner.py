@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cpsched.errors import ConfigError, TraceError
 from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
-from cpsched.replay.outputs import write_outputs
+from cpsched.replay.outputs import output_directory, write_outputs
 from cpsched.replay.remote import RemoteScheduler
 from cpsched.replay.results import ReplayResult
 from cpsched.replay.simulator import Progress, Simulator, SimulatorOptions
@@ -184,6 +184,7 @@ def run_replay(
 ) -> dict[str, object]:
     """Replay ``settings.trace``, write every output under ``settings.out``, return the
     summary."""
+    output_directory(settings.out)  # before the replay, not after it
     # The trace's job objects are gone once simulate() returns: the outputs (Arrow
     # tables, plots) are built in the memory they held.
     result = simulate(settings, on_loaded=on_loaded, progress=progress)

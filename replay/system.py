@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from cpsched.core.problem import Node
 from cpsched.errors import ConfigError, TraceError
 from cpsched.replay.system_site import NO_RULES, SiteRules, parse_site_rules
+from cpsched.wire.schemas import MAX_NODES
 
 if TYPE_CHECKING:
     from cpsched.replay.swf import SwfHeader
@@ -101,6 +102,12 @@ def load_system(path: Path) -> System:
             f"{where}: no nodes; add at least one [[nodes]] table with group, count and cpu"
         )
     parsed = [_parse_group(g, i, where) for i, g in enumerate(groups)]
+    total = sum(count for _, count, _ in parsed)
+    if total > MAX_NODES:
+        raise ConfigError(
+            f"{where}: the groups' counts add up to {total:,} nodes; at most {MAX_NODES:,} "
+            "are supported (the service's snapshot limit): check the counts"
+        )
 
     names: list[str] = ["cpu"]
     for _, _, amounts in parsed:

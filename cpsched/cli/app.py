@@ -216,9 +216,11 @@ def predict_eval(
     """Measure the policy's predictor on a trace's completions, in time order, without
     scheduling (the other policy options do not matter here)."""
     from cpsched.predictor.accuracy import evaluate, write_accuracy
+    from cpsched.replay.outputs import output_directory
     from cpsched.replay.runner import resolve_system
     from cpsched.replay.swf import read_swf
 
+    output_directory(out)
     loaded = read_swf(trace, resolve_system(trace, system), limit=jobs)
     oracle = policy.predictor == "oracle"
     run_times = {tj.job.id: tj.run_time for tj in loaded.jobs} if oracle else None
@@ -235,7 +237,8 @@ def predict_eval(
 def main() -> None:
     try:
         app()
-    except CpschedError as error:
+    except (CpschedError, OSError) as error:
+        # OSError: a file the command had to read or write (the checks up front catch most).
         # Escaped: messages name TOML tables and extras in brackets ([[nodes]], [sweep]).
         console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True)
         raise SystemExit(2) from None

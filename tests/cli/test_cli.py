@@ -180,3 +180,26 @@ def test_every_policy_setting_is_an_option_of_replay_and_http_check():
         assert done.returncode == 0, done.stderr
         for field in Policy.model_fields:
             assert f"--{field.replace('_', '-')}" in done.stdout, (command, field)
+
+
+@pytest.mark.parametrize("command", ["replay", "compare", "predict-eval"])
+def test_an_out_that_cannot_be_a_directory_is_one_line_before_any_work(
+    small_trace, tmp_path, command
+):
+    taken = tmp_path / "taken"
+    taken.write_text("not a directory")
+    for out, message in [(taken, "is a file"), (taken / "sub", "cannot be written")]:
+        done = cpsched(command, small_trace, "--out", out)
+        assert done.returncode == 2
+        assert message in done.stderr
+        assert "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_system_file_declaring_too_many_nodes_is_refused_not_built(small_trace, tmp_path):
+    system = tmp_path / "huge.toml"
+    system.write_text('name = "huge"\n[[nodes]]\ngroup = "t"\ncount = 100000000\ncpu = 4\n')
+    done = cpsched("replay", small_trace, "--out", tmp_path / "o", "--system", system)
+    assert done.returncode == 2
+    assert "100,000,000 nodes" in done.stderr
+    assert "Traceback" not in done.stderr
