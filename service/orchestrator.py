@@ -50,6 +50,9 @@ from cpsched.wire.schemas import (
 
 log = logging.getLogger(__name__)
 
+FINISHED_SLICE = 500
+"""Finished jobs stored per transaction and learnt per hold of the cluster's lock."""
+
 
 class Orchestrator:
     def __init__(
@@ -256,7 +259,14 @@ class Orchestrator:
     # -- finished jobs ----------------------------------------------------------------
 
     def finished(self, cluster: str, batch: FinishedBatchIn) -> FinishedAck:
-        """Store the batch's valid jobs; each invalid one is refused on its own, with why."""
+        """Store the batch's valid jobs; each invalid one is refused on its own, with why.
+
+        The jobs go in slices of :data:`FINISHED_SLICE`, in the order they ended, each
+        committed in a transaction of its own and then learnt under the cluster's lock,
+        which is held for that alone: a dispatch waits for one slice at most, never for a
+        whole 10,000-job batch. The answer comes after the last commit; a crash before it
+        leaves the earlier slices stored, and the bridge's retry counts them as duplicates.
+        """
         runtime = self.runtime(cluster)
         jobs, refused = _checked_finished(batch)
         if refused:
@@ -265,22 +275,26 @@ class Orchestrator:
                 "finished jobs refused",
                 extra={"cluster": cluster, "refused": [r.job_id for r in refused][:20]},
             )
-        if not jobs:
-            return FinishedAck(stored=0, duplicates=0, refused=refused)
-        with runtime.lock:
+        jobs.sort(key=lambda j: (j.end, j.start))
+        stored = duplicates = 0
+        for at in range(0, len(jobs), FINISHED_SLICE):
+            part = jobs[at : at + FINISHED_SLICE]
             with self.sessions.begin() as session:
-                stored = history.store_finished(session, runtime.cluster_id, jobs)
+                done = history.store_finished(session, runtime.cluster_id, part)
             # Committed: now (and only now) the predictor may learn from them.
-            for job in stored.new:
-                predicted = runtime.book.start_of(job.id)
-                if predicted is not None:
-                    self.metrics.prediction_error.labels(cluster, runtime.predictor.name).observe(
-                        abs(job.end - job.start - predicted)
-                    )
-            runtime.observe(stored.new)
-        self.metrics.finished.labels(cluster, "stored").inc(len(stored.new))
-        self.metrics.finished.labels(cluster, "duplicate").inc(stored.duplicates)
-        return FinishedAck(stored=len(stored.new), duplicates=stored.duplicates, refused=refused)
+            with runtime.lock:
+                for job in done.new:
+                    predicted = runtime.book.start_of(job.id)
+                    if predicted is not None:
+                        self.metrics.prediction_error.labels(
+                            cluster, runtime.predictor.name
+                        ).observe(abs(job.end - job.start - predicted))
+                runtime.observe(done.new)
+            stored += len(done.new)
+            duplicates += done.duplicates
+        self.metrics.finished.labels(cluster, "stored").inc(stored)
+        self.metrics.finished.labels(cluster, "duplicate").inc(duplicates)
+        return FinishedAck(stored=stored, duplicates=duplicates, refused=refused)
 
     # -- the audit trail ----------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The queries the service makes: clusters, finished jobs, predictions, audit rows.
 
-Every function takes an open session and leaves committing to the caller, so that one
-request is one transaction: a batch of finished jobs is stored whole or not at all.
+Every function takes an open session and leaves committing to the caller, which decides
+what one transaction holds (a dispatch's predictions and audit row; a slice of a batch of
+finished jobs).
 """
 
 from __future__ import annotations
@@ -12,21 +13,19 @@ from typing import Any, cast
 
 from sqlalchemy import Insert, Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from cpsched.service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
 from cpsched.wire.schemas import FinishedJobIn
 
 
-def _insert_ignoring_duplicates(session: Session, table: type, rows: list[dict[str, Any]]) -> None:
-    # ON CONFLICT DO NOTHING: a concurrent writer of the same key is not an error.
+def _insert_ignoring_duplicates(session: Session, table: type) -> Insert:
+    """INSERT ... ON CONFLICT DO NOTHING: a concurrent writer of the same key is not an
+    error. Executed with a list of rows: executemany with one cached statement (a
+    multi-row VALUES would be compiled anew for every batch size)."""
     dialect = session.get_bind().dialect.name
     module = postgresql if dialect == "postgresql" else sqlite
-    # executemany with one cached statement: a multi-row VALUES would be compiled anew
-    # for every batch size.
-    statement: Insert = module.insert(table).on_conflict_do_nothing()
-    session.execute(statement, rows)
+    return module.insert(table).on_conflict_do_nothing()
 
 
 def find_cluster(session: Session, name: str) -> int | None:
@@ -39,7 +38,7 @@ def cluster_id(session: Session, name: str) -> int:
     found = find_cluster(session, name)
     if found is not None:
         return found
-    _insert_ignoring_duplicates(session, Cluster, [{"name": name}])
+    session.execute(_insert_ignoring_duplicates(session, Cluster), [{"name": name}])
     return session.scalar(select(Cluster.id).where(Cluster.name == name))  # type: ignore[return-value]
 
 
@@ -56,25 +55,21 @@ class Stored:
 
 def store_finished(session: Session, cluster: int, jobs: Sequence[FinishedJobIn]) -> Stored:
     """Store the jobs not already known; a job seen before (or twice in ``jobs``) is
-    counted as a duplicate and not stored again."""
+    counted as a duplicate and not stored again.
+
+    One INSERT ... ON CONFLICT DO NOTHING RETURNING for the batch: what it returns is what
+    this call stored, so a concurrent writer of the same job is no error and no retry."""
     unique: dict[str, FinishedJobIn] = {}
     for job in jobs:
         unique.setdefault(job.id, job)
-    known = set(
-        session.scalars(
-            select(FinishedJobRow.job_id).where(
-                FinishedJobRow.cluster_id == cluster, FinishedJobRow.job_id.in_(list(unique))
-            )
+    new: list[FinishedJobIn] = []
+    if unique:
+        statement = _insert_ignoring_duplicates(session, FinishedJobRow).returning(
+            FinishedJobRow.job_id
         )
-    )
-    new = [job for job_id, job in unique.items() if job_id not in known]
+        stored = set(session.scalars(statement, [_row(cluster, job) for job in unique.values()]))
+        new = [job for job_id, job in unique.items() if job_id in stored]
     if new:
-        try:
-            with session.begin_nested():
-                session.add_all(_row(cluster, job) for job in new)
-        except IntegrityError:
-            # A concurrent request stored some of them first: keep only what is ours.
-            return store_finished(session, cluster, jobs)
         # One executemany for the batch: ingestion rate is what a busy cluster needs.
         # (Core statement: the ORM would insist on an UPDATE by primary key.)
         predictions = cast(Table, PredictionRow.__table__)
@@ -87,22 +82,22 @@ def store_finished(session: Session, cluster: int, jobs: Sequence[FinishedJobIn]
     return Stored(new=new, duplicates=len(jobs) - len(new))
 
 
-def _row(cluster: int, job: FinishedJobIn) -> FinishedJobRow:
-    return FinishedJobRow(
-        cluster_id=cluster,
-        job_id=job.id,
-        user_name=job.user,
-        group_name=job.group,
-        job_name=job.name,
-        partition=job.partition,
-        submit_time=job.submit,
-        start_time=job.start,
-        end_time=job.end,
-        time_limit=job.time_limit,
-        units=job.units,
-        per_unit=dict(job.per_unit),
-        state=job.state,
-    )
+def _row(cluster: int, job: FinishedJobIn) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster,
+        "job_id": job.id,
+        "user_name": job.user,
+        "group_name": job.group,
+        "job_name": job.name,
+        "partition": job.partition,
+        "submit_time": job.submit,
+        "start_time": job.start,
+        "end_time": job.end,
+        "time_limit": job.time_limit,
+        "units": job.units,
+        "per_unit": dict(job.per_unit),
+        "state": job.state,
+    }
 
 
 def history(session: Session, cluster: int, batch: int = 5000) -> Iterator[FinishedJobRow]:
@@ -146,7 +141,7 @@ def record_predictions(session: Session, cluster: int, predictions: Iterable[Pre
         for p in predictions
     ]
     if rows:
-        _insert_ignoring_duplicates(session, PredictionRow, rows)
+        session.execute(_insert_ignoring_duplicates(session, PredictionRow), rows)
 
 
 def predictions_of(session: Session, cluster: int, job_id: str) -> list[PredictionRow]:
