@@ -72,6 +72,9 @@ class ClusterRuntime(Cluster):
         self.resource_names: tuple[str, ...] = ("cpu", "mem")
         self.last_snapshot: Snapshot | None = None
         self.last_decision: Decision | None = None
+        self.last_input: tuple[str, tuple[int, ...]] | None = None
+        """What :attr:`last_decision` was decided on: the snapshot's digest and the
+        durations of its jobs (an identical input is answered with the same decision)."""
         self.last_rejected: dict[str, str] = {}
         self.observed = 0
 
@@ -88,6 +91,15 @@ class ClusterRuntime(Cluster):
             s.job_id: self.book.start_prediction(by_id[s.job_id], snapshot.time)
             for s in decision.starts
         }
+
+    def input_of(self, snapshot: Snapshot, digest: str) -> tuple[str, tuple[int, ...]]:
+        """What a decision on ``snapshot`` depends on besides the policy: the snapshot
+        (by digest) and what the book says its jobs take."""
+        durations = self.book.durations
+        return digest, (
+            *(durations[rj.job.id] for rj in snapshot.running),
+            *(durations[job.id] for job in snapshot.queued),
+        )
 
     def applied(self, snapshot: Snapshot, decision: Decision, predicted: dict[str, int]) -> None:
         """Remember what this decision started (``predicted``: empty for a dry run)."""

@@ -155,9 +155,14 @@ class Orchestrator:
                 )
             made = runtime.book.sync(snapshot, stored)
             deadline = began + runtime.policy.deadline * ANSWER_MARGIN
-            decision, solve_s = self._decide(runtime, snapshot, deadline)
+            decided_on = runtime.input_of(snapshot, digest)
+            if decided_on == runtime.last_input and runtime.last_decision is not None:
+                decision, solve_s = _repeated(runtime.last_decision), 0.0
+            else:
+                decision, solve_s = self._decide(runtime, snapshot, deadline)
             predicted = runtime.predict_starts(snapshot, decision)
             runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
+            runtime.last_input = decided_on
             runtime.last_rejected = {r.job_id: r.reason for r in translated.rejected}
             wall_ms = (time.perf_counter() - began) * 1000.0
             answer = to_decision_out(
@@ -373,6 +378,17 @@ class Orchestrator:
                         pending=pending(snapshot, decision, position),
                     )
         return JobInfoOut(**base, state="unknown")
+
+
+def _repeated(decision: Decision) -> Decision:
+    """The previous decision, answered again for an identical input. The CP search is
+    limited by wall time and every dispatcher by the deadline, so deciding again could
+    answer differently (a retried request, a bridge that posts the same state twice)."""
+    note = "same snapshot and durations as the previous call: its decision, repeated"
+    diagnostics = decision.diagnostics
+    if note not in diagnostics.notes:
+        diagnostics = replace(diagnostics, notes=(*diagnostics.notes, note))
+    return replace(decision, diagnostics=diagnostics)
 
 
 def _audit_row(

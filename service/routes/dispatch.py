@@ -21,6 +21,7 @@ router = APIRouter(prefix="/v1/clusters/{cluster}", responses=ERRORS)
 def dispatch(
     cluster: ClusterName, body: DispatchRequest, _token: Authorised, orchestrator: OrchestratorDep
 ) -> DecisionOut:
-    # Digest of the parsed snapshot: the audit row names exactly what was decided on.
-    digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+    # Digest of the parsed snapshot (dry_run aside: the audit row says it): the audit row
+    # names exactly what was decided on, and an identical snapshot gets the same answer.
+    digest = hashlib.sha256(body.model_dump_json(exclude={"dry_run"}).encode()).hexdigest()
     return orchestrator.dispatch(cluster, body, digest)

@@ -98,7 +98,8 @@ class DecisionRow(Base):
     cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
     snapshot_time: Mapped[int] = mapped_column(BigInteger)
     snapshot_digest: Mapped[str] = mapped_column(String(64))
-    """SHA-256 of the request body: ties a decision to exactly what the bridge sent."""
+    """SHA-256 of the snapshot as parsed (``dry_run`` aside): ties a decision to exactly
+    what the bridge sent."""
     dry_run: Mapped[bool] = mapped_column(Boolean)
     queued: Mapped[int] = mapped_column(Integer)
     running: Mapped[int] = mapped_column(Integer)

@@ -140,3 +140,42 @@ def test_a_finished_batch_holds_the_cluster_lock_only_to_learn_a_slice(client, m
     assert runtime.observed == 2 * size + 7
     again = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
     assert again == {"stored": 0, "duplicates": 2 * size + 7, "refused": []}
+
+
+class Fickle:
+    """A dispatcher that answers an identical input differently each time (as a CP search
+    limited by wall time may): it starts the queue's n-th job on the n-th call."""
+
+    name = "fickle"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def decide(self, snapshot, durations):
+        self.calls += 1
+        chosen = snapshot.queued[(self.calls - 1) % len(snapshot.queued)]
+        return Decision(starts=(Start(chosen.id, ((0, 1),)),), diagnostics=Diagnostics("fickle"))
+
+
+def test_an_identical_snapshot_gets_the_same_answer(client):
+    from tests.service.conftest import finished
+
+    fickle = Fickle()
+    swap_dispatcher(client, "c1", fickle)
+    body = snapshot(queued=[job("q1"), job("q2")])
+
+    def starts(payload):
+        answer = client.post("/v1/clusters/c1/dispatch", json=payload, headers=AUTH).json()
+        return [s["job_id"] for s in answer["starts"]]
+
+    first = starts(body)
+    assert starts(body) == first  # not decided again
+    assert starts({**body, "dry_run": True}) == first
+    assert fickle.calls == 1
+    assert starts({**body, "time": body["time"] + 1}) != first  # another snapshot
+    assert fickle.calls == 2
+    # The same snapshot again, but alice's jobs are now predicted otherwise: decided anew.
+    again = {**body, "time": body["time"] + 1}
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": [finished("h", 0, 5)]}, headers=AUTH)
+    starts(again)
+    assert fickle.calls == 3
