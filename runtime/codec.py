@@ -46,6 +46,7 @@ from cpsched.core.site import (
 )
 from cpsched.errors import SnapshotError
 from cpsched.wire.schemas import (
+    MAX_RESOURCE_TYPES,
     DecisionOut,
     DiagnosticsOut,
     DispatchRequest,
@@ -76,12 +77,37 @@ a bridge lists a node's resources in (jobs carry the names; nothing reads by pos
 
 
 def resource_names(nodes: Sequence[Mapping[str, int]]) -> tuple[str, ...]:
-    """Every type some node has: ``cpu``, ``mem``, then the others as first listed."""
+    """Every type some node has: ``cpu``, ``mem``, then the others as first listed.
+
+    At most :data:`~cpsched.wire.schemas.MAX_RESOURCE_TYPES`: the core keeps a dense
+    amount per node and type, so a snapshot naming thousands of types (one per node, say)
+    would cost nodes x types in time and memory; it is refused before anything is built.
+    """
     seen: dict[str, None] = {}
     for resources in nodes:
         seen.update(dict.fromkeys(resources))
+    if len(seen) > MAX_RESOURCE_TYPES:
+        raise SnapshotError(
+            f"the nodes name {len(seen)} resource types; a cluster may have at most "
+            f"{MAX_RESOURCE_TYPES}: send only the types jobs ask for (cores, memory, GRES, "
+            "licences)"
+        )
     first = [name for name in CANONICAL_FIRST if name in seen]
     return (*first, *(name for name in seen if name not in CANONICAL_FIRST))
+
+
+def _listed(names: Sequence[str], width: int = 100) -> str:
+    """The first of ``names`` that fit in about ``width`` characters, and how many more:
+    a message repeated for every job of a snapshot must not grow with the snapshot."""
+    shown: list[str] = []
+    used = 0
+    for name in names:
+        if shown and used + len(name) > width:
+            break
+        shown.append(name)
+        used += len(name) + 2
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" (and {more} more)" if more else "") if names else "none"
 
 
 def _amounts(owner: str, per_unit: Mapping[str, int], index: Mapping[str, int]) -> tuple[int, ...]:
@@ -91,7 +117,7 @@ def _amounts(owner: str, per_unit: Mapping[str, int], index: Mapping[str, int]) 
             if name not in index:
                 raise SnapshotError(
                     f"{owner} asks for resource type {name!r}, which no node has "
-                    f"(known types: {', '.join(index) or 'none'})"
+                    f"(known types: {_listed(list(index))})"
                 )
             amounts[index[name]] = amount
     return tuple(amounts)
@@ -109,8 +135,8 @@ def job_partitions(wire: JobIn, site: Site) -> tuple[str, ...]:
     unknown = [p for p in names if p not in site.partitions]
     if unknown:
         raise SnapshotError(
-            f"job {wire.id!r} names partition(s) {', '.join(map(repr, unknown))}, which the "
-            f"snapshot does not declare (declared: {', '.join(site.partitions)})"
+            f"job {wire.id!r} names partition(s) {_listed([repr(p) for p in unknown])}, "
+            f"which the snapshot does not declare (declared: {_listed(list(site.partitions))})"
         )
     return names
 
@@ -370,9 +396,19 @@ def to_decision_out(
             model_variables=d.model_variables,
             model_constraints=d.model_constraints,
             model_intervals=d.model_intervals,
-            notes=[*notes, *d.notes],
+            notes=_at_most([*notes, *d.notes], MAX_NOTES),
         ),
     )
+
+
+MAX_NOTES = 50
+"""Notes an answer carries (one per over-committed node or skipped job could be many)."""
+
+
+def _at_most(notes: list[str], most: int) -> list[str]:
+    if len(notes) <= most:
+        return notes
+    return [*notes[: most - 1], f"... and {len(notes) - most + 1} more notes"]
 
 
 # -- the other way: what a client sends and reads -----------------------------------------

@@ -50,6 +50,9 @@ from cpsched.wire.schemas import (
 
 log = logging.getLogger(__name__)
 
+AUDITED_REJECTIONS = 100
+"""Rejected jobs an audit row lists (with their count): a row is kept for ever."""
+
 FINISHED_SLICE = 500
 """Finished jobs stored per transaction and learnt per hold of the cluster's lock."""
 
@@ -403,9 +406,11 @@ def _audit_row(
         running=len(request.running),
         starts=[s.model_dump() for s in answer.starts],
         extensions=[e.model_dump() for e in answer.extensions],
+        # Bounded whatever the queue: the answer listed every rejected job already.
         diagnostics={
             **answer.diagnostics.model_dump(),
-            "rejected": [r.model_dump() for r in answer.rejected],
+            "rejected": [r.model_dump() for r in answer.rejected[:AUDITED_REJECTIONS]],
+            "rejected_count": len(answer.rejected),
         },
         wall_ms=answer.diagnostics.wall_ms,
     )
