@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from cpsched.service.deps import Authorised, ClusterName, JobId, OrchestratorDep, Reader
 from cpsched.service.routes.common import ERRORS
 from cpsched.wire.schemas import FinishedAck, FinishedBatchIn, JobInfoOut
 
 router = APIRouter(prefix="/v1/clusters/{cluster}/jobs", responses=ERRORS)
+
+
+class AnyText(PathConvertor):
+    """Starlette's ``path``, newlines included: a job id with a control character reaches
+    the route and its 422, instead of matching no route (404)."""
+
+    regex = "(?s:.+)"
+
+
+register_url_convertor("text", AnyText())
 
 
 @router.post(
@@ -24,8 +35,8 @@ def finished(
 
 
 @router.get(
-    # A path parameter, so that an id holding '/' (a PBS array, a site's naming) is found.
-    "/{job_id:path}",
+    # Any text, so that an id holding '/' (a PBS array, a site's naming) is found.
+    "/{job_id:text}",
     response_model=JobInfoOut,
     summary="What the service knows of a job: history, prediction, why it waits.",
 )

@@ -22,17 +22,17 @@ def post(client, path, body):
 
 
 def test_the_longest_labels_the_schema_allows_are_stored(client, database_url):
-    long = "é" * 1024
-    job_ = {**finished("j" * 256, 0, 10), "user": long, "group": long, "name": long}
+    long, user = "é" * 1024, "😀" * 256  # 4 bytes each: the user index holds it
+    job_ = {**finished("j" * 256, 0, 10), "user": user, "group": long, "name": long}
     answer = post(client, "jobs/finished", {"jobs": [{**job_, "partition": long}]})
     assert answer.status_code == 200, answer.text
     assert answer.json()["stored"] == 1
     with make_engine(database_url).connect() as conn:
         row = conn.execute(select(FinishedJobRow)).one()
-    assert (len(row.job_id), row.user_name, row.partition) == (256, long, long)
-    queued = {**job("q"), "user": long, "name": long, "reason": long}
+    assert (len(row.job_id), row.user_name, row.partition) == (256, user, long)
+    queued = {**job("q"), "user": user, "name": long, "reason": long}
     assert post(client, "dispatch", snapshot(queued=[queued])).status_code == 200
-    assert client.get(f"/v1/clusters/c1/jobs/{'j' * 256}", headers=AUTH).json()["user"] == long
+    assert client.get(f"/v1/clusters/c1/jobs/{'j' * 256}", headers=AUTH).json()["user"] == user
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,8 @@ def test_the_longest_labels_the_schema_allows_are_stored(client, database_url):
         ({"id": "a\x1bb"}, "id"),
         ({"id": "j" * 257}, "id"),
         ({"name": "x\x00"}, "name"),
-        ({"user": "u" * 1025}, "user"),
+        ({"user": "u" * 257}, "user"),
+        ({"group": "g" * 1025}, "group"),
         ({"units": 2**31}, "units"),
         ({"per_unit": {"c\x00pu": 1}}, "per_unit"),
         ({"per_unit": {f"t{i}": 1 for i in range(65)}}, "per_unit"),
@@ -92,7 +93,7 @@ def test_a_snapshot_with_a_string_or_number_no_column_holds_gets_422(client, bod
     assert answer.json()["error"] == "invalid_request"
 
 
-@pytest.mark.parametrize("path", ["a%00b", "a%1Bb", "j" * 257])
+@pytest.mark.parametrize("path", ["a%00b", "a%1Bb", "a%0Ab", "j" * 257])
 def test_a_job_id_in_the_path_no_column_holds_gets_422(client, path):
     answer = client.get(f"/v1/clusters/c1/jobs/{path}", headers=AUTH)
     assert answer.status_code == 422, answer.text
