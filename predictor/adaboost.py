@@ -39,8 +39,9 @@ from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
 from cpsched.predictor._features import FEATURES, FeatureState
 from cpsched.predictor._forest import Forest
-from cpsched.predictor.base import FinishedJob, clamp
+from cpsched.predictor.base import FinishedJob, Memory, clamp
 from cpsched.predictor.lasttwo import LastTwo
+from cpsched.predictor.profile import PER_USER_MEMORY
 
 __all__ = ["BASIC_FEATURES", "DEFAULT_FEATURES", "FEATURES", "HISTORY_FEATURES", "AdaBoost"]
 
@@ -121,6 +122,9 @@ class AdaBoost:
         self.half_life = half_life
         self.background = background
 
+        self.memory = Memory(per_user=PER_USER_MEMORY, recent=window, exact=False)
+        """A rebuild reads its window of newest jobs and each user's newest few hundred
+        (the history features); what fell out of both is forgotten."""
         self.fallback_ = LastTwo()
         self.state_ = FeatureState(self.features, recent=recent, profile_matches=profile_matches)
         self.rows_ = np.zeros((window, len(self.features)))

@@ -25,8 +25,32 @@ class FinishedJob:
         return self.end - self.start
 
 
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """Which finished jobs a predictor's state depends on, so that a service can rebuild
+    it after a restart from a bounded read of its history: each user's ``per_user``
+    newest and the ``recent`` newest overall (``None``: every one).
+
+    ``exact``: the state rebuilt from those jobs is the one the whole history gives
+    (last-two: each user's two newest). Otherwise older jobs are forgotten by design.
+    """
+
+    per_user: int | None = 0
+    recent: int | None = 0
+    exact: bool = True
+
+
+EVERYTHING = Memory(per_user=None, recent=None)
+"""A predictor that needs its whole history (rebuilding it reads every stored job)."""
+
+
 class Predictor(Protocol):
     name: str
+
+    @property
+    def memory(self) -> Memory:
+        """The finished jobs its state depends on (:class:`Memory`)."""
+        ...
 
     def observe(self, finished: FinishedJob) -> None:
         """Learn from a job that has finished."""

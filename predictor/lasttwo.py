@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cpsched.core.problem import Job
-from cpsched.predictor.base import FinishedJob, clamp
+from cpsched.predictor.base import FinishedJob, Memory, clamp
 
 _Entry = tuple[int, int, int]
 """``(end, observation number, run time)``: ordered by recency, later observation wins ties."""
@@ -19,6 +19,7 @@ class LastTwo:
     """
 
     name = "last-two"
+    memory = Memory(per_user=2)
 
     def __init__(self) -> None:
         self.recent_: dict[str, tuple[_Entry, _Entry | None]] = {}

@@ -59,7 +59,7 @@ from typing import Literal, get_args
 
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from cpsched.predictor.base import FinishedJob, clamp
+from cpsched.predictor.base import FinishedJob, Memory, clamp
 from cpsched.predictor.lasttwo import LastTwo
 
 _TRAILING_COUNTER = re.compile(r"[0-9_.\-]+$")
@@ -76,6 +76,11 @@ RULES: dict[int, str] = {
     6: "no match: requested time (or the user's last-two mean, if so configured)",
 }
 Fallback = Literal["requested", "last-two"]
+
+PER_USER_MEMORY = 300
+"""Each user's newest jobs a rebuild after a restart reads (see :class:`Memory`)."""
+RECENT_MEMORY = 50_000
+"""The newest jobs overall a rebuild after a restart reads besides."""
 
 
 def name_stem(name: str) -> str:
@@ -113,6 +118,11 @@ class JobProfile:
         """Extra newest jobs kept per key, so that :meth:`matched` with ``before`` still
         finds ``matches`` jobs that had ended by an earlier time (AdaBoost builds its
         training rows as of each job's submit time)."""
+        self.memory = Memory(
+            per_user=max(PER_USER_MEMORY, 20 * (matches + late)), recent=RECENT_MEMORY, exact=False
+        )
+        """A rebuild reads each user's newest few hundred jobs and the newest 50,000: a
+        profile key (user included) seen only before both is forgotten."""
         self.tables_: tuple[dict[Hashable, list[_Entry]], ...] = tuple({} for _ in range(5))
         """Rule r (1-5) -> its key -> the newest ``matches + late`` jobs with that key,
         ascending."""

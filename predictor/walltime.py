@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from cpsched.core.problem import Job
-from cpsched.predictor.base import FinishedJob
+from cpsched.predictor.base import FinishedJob, Memory
 
 
 class WallTime:
     name = "wall-time"
+    memory = Memory()  # nothing
 
     def observe(self, finished: FinishedJob) -> None:
         """Nothing to learn."""

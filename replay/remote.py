@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from cpsched.core import Decision, Job, Snapshot
-from cpsched.predictor.base import FinishedJob
+from cpsched.predictor.base import FinishedJob, Memory
 from cpsched.runtime.codec import decision_from_wire, finished_to_wire, snapshot_to_wire
 from cpsched.wire.client import ServiceClient
 from cpsched.wire.errors import ServiceError
@@ -31,6 +31,7 @@ class RemoteScheduler:
     """Dispatcher and predictor for the simulator, both answered by the service."""
 
     name = "service"
+    memory = Memory()  # the service keeps the history
 
     def __init__(
         self, base_url: str, cluster: str, *, token: str | None = None, timeout: float = 120.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
-_ERROR_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 172800)
+ERROR_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 172800)
 
 
 class ServiceMetrics:
@@ -80,7 +80,7 @@ class ServiceMetrics:
             "cpsched_prediction_abs_error_seconds",
             "|real - predicted at start| of finished jobs.",
             ["cluster", "predictor"],
-            buckets=_ERROR_BUCKETS,
+            buckets=ERROR_BUCKETS,
             registry=r,
         )
         self.bad_requests = Counter(
@@ -89,3 +89,17 @@ class ServiceMetrics:
             ["status"],
             registry=r,
         )
+
+    def restore_prediction_errors(
+        self, cluster: str, predictor: str, at_most: tuple[int, ...], count: int, total: float
+    ) -> None:
+        """Add errors counted elsewhere (the database, after a restart) to the error
+        histogram: ``at_most[i]`` of them are at most ``ERROR_BUCKETS[i]``, ``count`` in all,
+        summing to ``total``. prometheus_client can only observe values one at a time,
+        so this adds to its bucket counters directly."""
+        child = self.prediction_error.labels(cluster, predictor)
+        below = 0
+        for bucket, cumulative in zip(child._buckets, (*at_most, count), strict=True):
+            bucket.inc(cumulative - below)
+            below = cumulative
+        child._sum.inc(total)

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
 from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
-from cpsched.service.metrics import ServiceMetrics
+from cpsched.service.metrics import ERROR_BUCKETS, ServiceMetrics
 from cpsched.service.pending import pending
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history
@@ -87,11 +87,14 @@ class Orchestrator:
             runtime = ClusterRuntime(cluster, cluster_id, self.settings.policy(cluster))
             began = time.perf_counter()
             with self.sessions() as session:
-                rows = history.history(session, cluster_id)
+                # What the predictor remembers, not the whole history (bounded reads).
+                rows = history.remembered(session, cluster_id, runtime.predictor.memory)
                 runtime.observe(_wire(row) for row in rows)
-                errors = history.start_prediction_errors(session, cluster_id)
-            for predictor, error in errors:  # the metric survives a restart
-                self.metrics.prediction_error.labels(cluster, predictor).observe(error)
+                errors = history.start_prediction_errors(session, cluster_id, ERROR_BUCKETS)
+            for predictor, counts in errors.items():  # the metric survives a restart
+                self.metrics.restore_prediction_errors(
+                    cluster, predictor, counts.at_most, counts.count, counts.total
+                )
             self.metrics.deadline.labels(cluster).set(runtime.policy.deadline * ANSWER_MARGIN)
             if runtime.observed:
                 log.info(
@@ -417,7 +420,9 @@ def _audit_row(
 
 
 def _wire(row: FinishedJobRow) -> FinishedJobIn:
-    return FinishedJobIn(
+    # Not validated again: the row was valid when stored, and a bound tightened since
+    # (user names were 1,024 characters once) must not stop a restart.
+    return FinishedJobIn.model_construct(
         id=row.job_id,
         user=row.user_name,
         group=row.group_name,

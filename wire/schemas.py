@@ -50,7 +50,9 @@ _PRINTABLE = (Field(json_schema_extra={"pattern": PRINTABLE}), AfterValidator(_p
 Name = Annotated[str, Field(min_length=1, max_length=256), *_PRINTABLE]
 """A job, node, partition or reservation name: 1 to 256 printable characters."""
 Label = Annotated[str, Field(max_length=1024), *_PRINTABLE]
-"""A user, group, job or partition name: any printable text up to 1,024 characters."""
+"""A group, job or partition name, a reason: any printable text up to 1,024 characters."""
+UserName = Annotated[str, Field(max_length=256), *_PRINTABLE]
+"""A user name: up to 256 printable characters (a Unix account has at most 32)."""
 ResourceName = Annotated[str, Field(min_length=1, max_length=64), *_PRINTABLE]
 
 MAX_NODES = 200_000
@@ -123,7 +125,7 @@ class ReservationIn(WireModel):
 
 class JobIn(WireModel):
     id: Name
-    user: Label = ""
+    user: UserName = ""
     group: Label = ""
     name: Label = ""
     partition: Label = ""

@@ -1,5 +1,6 @@
-"""Finished jobs' user, group, job and partition names take 1,024 characters, as the wire
-schema allows (they were 256: PostgreSQL refused a longer name with a 500).
+"""Finished jobs' group, job and partition names take 1,024 characters, as the wire
+schema allows (they were 256: PostgreSQL refused a longer name with a 500). User names
+stay at 256, the schema's bound for them (they are indexed: see 0003).
 
 Revision ID: 0002
 Revises: 0001
@@ -16,7 +17,7 @@ down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-COLUMNS = ("user_name", "group_name", "job_name", "partition")
+COLUMNS = ("group_name", "job_name", "partition")
 
 
 def upgrade() -> None:

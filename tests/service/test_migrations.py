@@ -79,13 +79,13 @@ def test_long_names_survive_the_wider_columns_and_a_downgrade(database_url):
             text(
                 "INSERT INTO finished_jobs (cluster_id, job_id, user_name, group_name, job_name,"
                 " partition, submit_time, start_time, end_time, time_limit, units, per_unit,"
-                " state) VALUES (1, 'j', :long, '', :long, '', 0, 0, 1, 1, 1, '{}', 'completed')"
+                " state) VALUES (1, 'j', 'u', '', :long, '', 0, 0, 1, 1, 1, '{}', 'completed')"
             ),
-            {"long": "u" * 1024},
+            {"long": "n" * 1024},
         )
     migrate.downgrade(engine, "0001")
     with engine.connect() as conn:
-        user = conn.scalar(text("SELECT user_name FROM finished_jobs"))
-    assert len(user) == (256 if engine.dialect.name == "postgresql" else 1024)
+        name = conn.scalar(text("SELECT job_name FROM finished_jobs"))
+    assert len(name) == (256 if engine.dialect.name == "postgresql" else 1024)
     migrate.upgrade(engine)
     assert migrate.is_current(engine)

@@ -1,0 +1,59 @@
+"""A restart rebuilds each cluster's predictor from what it remembers (issue 20, item 5:
+/readyz answered after 119 s with 1.9 million stored jobs, all of them replayed)."""
+
+from __future__ import annotations
+
+from cpsched.service.store import history
+from tests.service.conftest import AUTH, finished, job, snapshot
+
+
+def predicted(client, users: list[str], time: int) -> dict[str, int]:
+    queued = [{**job(f"q-{u}", submit=time), "user": u, "time_limit": 10_000} for u in users]
+    nodes = [{"name": f"n{i}", "resources": {"cpu": 4}} for i in range(len(users))]
+    body = snapshot(time=time, nodes=nodes, queued=queued)
+    answer = client.post("/v1/clusters/c1/dispatch", json=body, headers=AUTH).json()
+    return {s["job_id"]: s["predicted_run_time"] for s in answer["starts"]}
+
+
+def test_last_two_is_rebuilt_exactly_from_each_users_two_newest_jobs(make_client, monkeypatch):
+    client = make_client()
+    users = [f"u{i}" for i in range(5)]
+    # 40 jobs per user, run times that differ job to job, ending out of posting order.
+    jobs = [
+        {**finished(f"{u}-{k}", 1000 * k, 1000 * k + 10 + 7 * k + 3 * i), "user": u}
+        for i, u in enumerate(users)
+        for k in range(40)
+    ]
+    jobs.reverse()
+    ack = client.post("/v1/clusters/c1/jobs/finished", json={"jobs": jobs}, headers=AUTH).json()
+    assert ack["stored"] == 200
+    before = predicted(client, users, 50_000)
+    read: list[int] = []
+    remembered = history.remembered
+
+    def counting(session, cluster, memory):
+        rows = remembered(session, cluster, memory)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(history, "remembered", counting)
+    restarted = make_client()
+    assert read == [10]  # two per user, not 200
+    assert predicted(restarted, users, 50_001) == before
+
+
+def test_a_bounded_memory_reads_each_users_newest_and_the_newest_overall(client):
+    from cpsched.predictor.base import Memory
+
+    jobs = [{**finished(f"a{k}", 0, 100 + k), "user": "a"} for k in range(30)]
+    jobs += [{**finished(f"b{k}", 0, 10 + k), "user": "b"} for k in range(30)]
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": jobs}, headers=AUTH)
+    orchestrator = client.app.state.orchestrator
+    cluster = orchestrator.runtime("c1").cluster_id
+    with orchestrator.sessions() as session:
+        rows = history.remembered(session, cluster, Memory(per_user=3, recent=5))
+        everything = history.remembered(session, cluster, Memory(per_user=None, recent=None))
+    # a's 5 newest (ends 125-129) cover "newest overall" and a's 3; b adds its 3 newest.
+    assert [r.job_id for r in rows] == ["b27", "b28", "b29", "a25", "a26", "a27", "a28", "a29"]
+    assert len(everything) == 60
+    assert [r.end_time for r in everything] == sorted(r.end_time for r in everything)
