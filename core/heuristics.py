@@ -88,6 +88,7 @@ class ListDispatcher:
         plan: bool = True,
         backfill_order: BackfillOrder = "queue",
         depth: int = 1,
+        max_jobs: int | None = None,
     ) -> None:
         self.name = name
         self.order = order
@@ -99,10 +100,18 @@ class ListDispatcher:
             raise ConfigError(f"the backfill reservation depth must be >= 1, got {depth}")
         self.depth = depth
         """Blocked jobs that get a reservation: 1 is EASY, more is conservative."""
+        if max_jobs is not None and max_jobs < 1:
+            raise ConfigError(f"the queue depth must be >= 1 job, got {max_jobs}")
+        self.max_jobs = max_jobs
+        """Jobs considered per call, in queue order (None: all), as Slurm's
+        ``bf_max_job_test``: the rest wait for a later call. It bounds a call's work on
+        any queue (EASY over 100,000 jobs took 0.8 s)."""
         self._plain = Diagnostics(dispatcher=name)  # shared by the calls with nothing to note
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         queue = self.order(snapshot.queued, durations)
+        if self.max_jobs is not None:
+            del queue[self.max_jobs :]
         if self.backfill and self.depth > 1:
             return self._conservative(snapshot, durations, queue)
         free = FreeCapacity.of(snapshot)

@@ -62,6 +62,7 @@ def make_dispatcher(
     backfill_order: BackfillOrder = "queue",
     backfill_depth: int = 1,
     queue_order: QueueOrder = "cpsched",
+    queue_depth: int | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -73,7 +74,8 @@ def make_dispatcher(
     a fresh one, which nobody else sees). ``backfill_order`` is the order EASY tries
     backfill candidates in, ``backfill_depth`` how many blocked jobs get a reservation.
     ``queue_order="site"`` orders FCFS, EASY and conservative by the site's priority (the
-    CP dispatchers take it from ``model``).
+    CP dispatchers take it from ``model``). ``queue_depth`` bounds the jobs a heuristic
+    considers per call (None: all; the CP dispatchers bound theirs by their window).
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
@@ -105,6 +107,7 @@ def make_dispatcher(
             plan=plan,
             backfill_order=backfill_order,
             depth=backfill_depth,
+            max_jobs=queue_depth,
         )
         # The site's rules, and balanced, weighted, ...: they observe each snapshot.
         dispatcher = with_allocator_context(listed, placer)

@@ -29,6 +29,9 @@ class PhaseTimings:
     """The extract phase's fixed part (seen on calls that start nothing)."""
     extract_per_start_s: float = 0.0
     """The extract phase's part per job started now (placing it on the nodes)."""
+    fallback_s: float = 0.0
+    """The fallback heuristic's time on the latest call (not decaying: read by the
+    caller, which keeps that much aside in case it must answer with the fallback)."""
 
 
 @dataclass(slots=True)
@@ -42,3 +45,7 @@ class DispatcherState:
     "previous plan" hint. A hint only, so a stale one (a dry run, a restart) is safe."""
     priority_counters: PriorityCounters = field(default_factory=PriorityCounters)
     """The priority-weighted allocator's failure counters per critical resource type."""
+    time_left_s: float | None = None
+    """CP dispatchers: the seconds the next call may take when its caller has less to give
+    than ``SearchConfig.deadline`` (the service has spent part of it reading the request
+    and keeps some for answering); None: the configured deadline. Set before each call."""

@@ -42,10 +42,13 @@ class Cluster:
         dispatchers'); the heuristics take microseconds, and a replay calls them hundreds
         of thousands of times, where the pause itself cost 6% of the replay."""
 
-    def decide(self, snapshot: Snapshot) -> Decision:
+    def decide(self, snapshot: Snapshot, time_left: float | None = None) -> Decision:
         """The dispatcher's decision on ``snapshot`` with the book's durations, those of
         jobs that outlived their predictions corrected first (for a CP dispatcher, with the
-        garbage collector held off meanwhile)."""
+        garbage collector held off meanwhile). ``time_left``: the seconds a CP dispatcher
+        may take this time, when less than its deadline (the service's)."""
+        if self.dispatcher_state is not None:
+            self.dispatcher_state.time_left_s = time_left
         self.book.correct(snapshot.time)
         if self.pause_collector:
             return decide_paused(self.dispatcher, snapshot, self.book.durations)

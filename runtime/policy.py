@@ -162,7 +162,16 @@ class Policy(BaseModel):
         0.2,
         gt=0,
         le=600,
-        description="CP dispatchers: seconds per call before the fallback answers.",
+        description="Seconds per call: the service answers within it, from the request's "
+        "arrival (reading, predicting, the dispatcher, the fallback if it must, the audit); "
+        "a replay gives it all to the dispatcher. Then the fallback answers.",
+    )
+    fallback_depth: int = Field(
+        500,
+        ge=0,
+        description="The fallback (EASY) considers at most this many queued jobs per call, "
+        "in queue order, like Slurm's bf_max_job_test, so that its answer is quick on any "
+        "queue; 0: all of them.",
     )
     cp_limit: float = Field(
         0.02, gt=0, description="CP: the first restart's time limit (doubles up to 16 times it)."
@@ -291,6 +300,7 @@ class Policy(BaseModel):
             fallback=FALLBACK[0],
             fallback_allocator=FALLBACK[1],
             fallback_queue_order=self.priority,
+            fallback_depth=self.fallback_depth or None,
             **effort,
         )
 
@@ -345,6 +355,7 @@ class Policy(BaseModel):
             correction=self.correction_policy(system_cap),
             backfill_order=self.backfill_order,
             queue_order=self.priority,
+            queue_depth=self.fallback_depth or None,
         )
 
     def make_predictor(

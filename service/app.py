@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from cpsched import __version__
 from cpsched.errors import ConfigError
+from cpsched.service.asgi import StampArrival
 from cpsched.service.auth import BearerAuth
 from cpsched.service.body_limit import BodyLimit
 from cpsched.service.cluster import build_dispatchers, build_predictor
@@ -79,12 +80,13 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         max_bytes=settings.max_body_bytes,
         on_refused=metrics.bad_requests.labels("413").inc,
     )
-    # Added last, so outermost: a request without rights is refused before its body is read.
+    # Added last, so outer: a request without rights is refused before its body is read.
     app.add_middleware(
         BearerAuth,
         tokens=settings.tokens,
         on_refused=lambda status: metrics.bad_requests.labels(str(status)).inc(),
     )
+    app.add_middleware(StampArrival)  # outermost: a dispatch's deadline counts from here
     install_error_handlers(app, metrics)
     for module in (dispatch, jobs, decisions, health):
         app.include_router(module.router)

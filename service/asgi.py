@@ -3,6 +3,7 @@ sent without reading the request body (the same :class:`ErrorOut` the routes giv
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -32,3 +33,20 @@ async def send_error(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+ARRIVED_SCOPE_KEY = "cpsched.arrived"
+"""Where :class:`StampArrival` leaves the request's arrival (``time.perf_counter()``)."""
+
+
+class StampArrival:
+    """The outermost middleware: notes when a request arrived, before its body is read, so
+    that a dispatch's deadline covers reading and parsing it too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[ARRIVED_SCOPE_KEY] = time.perf_counter()
+        await self.app(scope, receive, send)

@@ -22,9 +22,12 @@ from cpsched.wire.schemas import FinishedJobIn
 
 log = logging.getLogger(__name__)
 
-ANSWER_MARGIN = 1.25
-"""The service answers within this many times the policy's deadline: the dispatcher gets
-the deadline itself, as in a replay, and parsing, predicting and the audit row the rest."""
+RESERVE_FACTOR = 1.5
+"""The time kept aside for a step is this many times the longest it took recently (a
+loaded machine makes a step's wall time vary by about that much from call to call)."""
+RESERVE_DECAY = 0.9
+"""Per call, the share of the longest recent time kept without a new maximum."""
+MIN_ANSWER_RESERVE = 0.005
 
 
 def build_predictor(policy: Policy) -> Predictor:
@@ -77,6 +80,31 @@ class ClusterRuntime(Cluster):
         durations of its jobs (an identical input is answered with the same decision)."""
         self.last_rejected: dict[str, str] = {}
         self.observed = 0
+        self._answer_s = 0.0
+        self._fallback_s = 0.0
+
+    # -- the time kept aside within the deadline -----------------------------------------
+
+    @property
+    def answer_s(self) -> float:
+        """Seconds kept for answering once the decision is made (start predictions, the
+        audit row's commit, the answer)."""
+        return MIN_ANSWER_RESERVE + RESERVE_FACTOR * self._answer_s
+
+    def learn_answer(self, seconds: float) -> None:
+        self._answer_s = max(seconds, RESERVE_DECAY * self._answer_s)
+
+    @property
+    def fallback_s(self) -> float:
+        """Seconds kept for computing the fallback's decision, should it have to answer."""
+        return RESERVE_FACTOR * self._fallback_s
+
+    def learn_fallback(self, seconds: float | None = None) -> None:
+        """Learn how long the fallback takes: ``seconds`` when the service ran it, else
+        what a CP dispatcher's own fallback took on this call (it runs the same EASY)."""
+        if seconds is None:
+            seconds = self.dispatcher_state.timings.fallback_s if self.dispatcher_state else 0.0
+        self._fallback_s = max(seconds, RESERVE_DECAY * self._fallback_s)
 
     def catch_up(self) -> None:
         """Let a background-trained predictor start a retrain that came due meanwhile."""

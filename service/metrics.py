@@ -22,8 +22,8 @@ class ServiceMetrics:
         )
         self.deadline = Gauge(
             "cpsched_dispatch_deadline_seconds",
-            "The cluster's answer deadline: its policy's deadline times the answer margin "
-            "(for alerts on cpsched_dispatch_seconds near it).",
+            "The cluster's answer deadline: its policy's deadline, which covers the whole "
+            "answer (for alerts on cpsched_dispatch_seconds near it).",
             ["cluster"],
             registry=r,
         )

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
-from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
+from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.metrics import ERROR_BUCKETS, ServiceMetrics
 from cpsched.service.pending import pending
 from cpsched.service.settings import ServiceSettings
@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 
 AUDITED_REJECTIONS = 100
 """Rejected jobs an audit row lists (with their count): a row is kept for ever."""
+
+DEADLINE_GRACE = 0.02
+"""Seconds a dispatcher may overrun its share before the fallback answers instead."""
 
 FINISHED_SLICE = 500
 """Finished jobs stored per transaction and learnt per hold of the cluster's lock."""
@@ -95,7 +98,7 @@ class Orchestrator:
                 self.metrics.restore_prediction_errors(
                     cluster, predictor, counts.at_most, counts.count, counts.total
                 )
-            self.metrics.deadline.labels(cluster).set(runtime.policy.deadline * ANSWER_MARGIN)
+            self.metrics.deadline.labels(cluster).set(runtime.policy.deadline)
             if runtime.observed:
                 log.info(
                     "cluster %s: predictor rebuilt from %d finished jobs in %.2f s",
@@ -141,9 +144,20 @@ class Orchestrator:
 
     # -- dispatch ---------------------------------------------------------------------
 
-    def dispatch(self, cluster: str, request: DispatchRequest, digest: str) -> DecisionOut:
-        began = time.perf_counter()
+    def dispatch(
+        self,
+        cluster: str,
+        request: DispatchRequest,
+        digest: str,
+        arrived: float | None = None,
+    ) -> DecisionOut:
+        """The answer to ``request``, due ``deadline`` seconds after it ``arrived``
+        (``time.perf_counter()``; default: now): reading it, predicting, the dispatcher,
+        the fallback if it must answer, and the audit row all count. The dispatcher gets
+        what is left once the time to answer (and to fall back) is kept aside."""
+        began = time.perf_counter() if arrived is None else arrived
         runtime = self.runtime(cluster)
+        due = began + runtime.policy.deadline
         translated = to_snapshot(request)  # SnapshotError → 422, before any state changes
         snapshot = translated.snapshot
         with runtime.lock:
@@ -160,17 +174,26 @@ class Orchestrator:
                     ],
                 )
             made = runtime.book.sync(snapshot, stored)
-            deadline = began + runtime.policy.deadline * ANSWER_MARGIN
+            if made:
+                # Stored now, so that the time they take (10,000 new jobs: a second on
+                # PostgreSQL) is known before the dispatcher gets its share.
+                with self.sessions.begin() as session:
+                    name = runtime.predictor.name
+                    history.record_predictions(
+                        session,
+                        runtime.cluster_id,
+                        [history.Prediction(p.job_id, p.kind, name, p.value, p.time) for p in made],
+                    )
             decided_on = runtime.input_of(snapshot, digest)
             if decided_on == runtime.last_input and runtime.last_decision is not None:
                 decision, solve_s = _repeated(runtime.last_decision), 0.0
             else:
-                decision, solve_s = self._decide(runtime, snapshot, deadline)
+                decision, solve_s = self._decide(runtime, snapshot, due - runtime.answer_s)
+            decided = time.perf_counter()
             predicted = runtime.predict_starts(snapshot, decision)
             runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
             runtime.last_input = decided_on
             runtime.last_rejected = {r.job_id: r.reason for r in translated.rejected}
-            wall_ms = (time.perf_counter() - began) * 1000.0
             answer = to_decision_out(
                 cluster=cluster,
                 snapshot=snapshot,
@@ -178,63 +201,87 @@ class Orchestrator:
                 predicted=predicted,
                 rejected=translated.rejected,
                 notes=translated.notes,
-                wall_ms=wall_ms,
+                wall_ms=(decided - began) * 1000.0,
                 solve_ms=solve_s * 1000.0,
                 dry_run=request.dry_run,
                 decision_id=None,
             )
             with self.sessions.begin() as session:
-                name = runtime.predictor.name
-                new = [history.Prediction(p.job_id, p.kind, name, p.value, p.time) for p in made]
                 if not request.dry_run:
-                    new.extend(
-                        history.Prediction(job_id, "start", name, d, snapshot.time)
-                        for job_id, d in predicted.items()
+                    name = runtime.predictor.name
+                    history.record_predictions(
+                        session,
+                        runtime.cluster_id,
+                        [
+                            history.Prediction(job_id, "start", name, d, snapshot.time)
+                            for job_id, d in predicted.items()
+                        ],
                     )
-                history.record_predictions(session, runtime.cluster_id, new)
                 row = _audit_row(runtime.cluster_id, request, answer, digest)
                 if self.settings.audit_snapshots:
                     row.snapshot = request.model_dump(mode="json")
                 decision_id = history.record_decision(session, row)
-        self._count(cluster, snapshot, answer, solve_s, time.perf_counter() - began)
+            answered = time.perf_counter()
+            runtime.learn_answer(answered - decided)
+        self._count(cluster, snapshot, answer, solve_s, answered - began)
         return answer.model_copy(update={"decision_id": decision_id})
 
     def _decide(
         self,
         runtime: ClusterRuntime,
         snapshot: Snapshot,
-        deadline: float,
+        decide_by: float,
     ) -> tuple[Decision, float]:
+        """The dispatcher's decision if it is ready (and valid) by ``decide_by`` less the
+        time the fallback takes, else the fallback's (EASY on at most ``fallback_depth``
+        jobs), ready by ``decide_by``."""
         began = time.perf_counter()
-        future = self.executor.submit(runtime.decide, snapshot)
+        time_left = decide_by - runtime.fallback_s - began
         reason: str
-        try:
-            decision = future.result(timeout=max(0.0, deadline - began))
-            solve_s = time.perf_counter() - began
-            violations = decision_violations(snapshot, decision)
-            if not violations:
-                return decision, solve_s
-            reason = "invalid"
-            log.error(
-                "cluster %s: %s gave an invalid decision, answering with the fallback: %s",
-                runtime.name,
-                runtime.dispatcher.name,
-                "; ".join(violations[:5]),
-            )
-        except FutureTimeout:
+        if time_left <= 0:
+            # Reading the request took the deadline: no time for the dispatcher at all.
             reason = "deadline"
             log.warning(
-                "cluster %s: %s missed the %.2f s deadline; answering with the fallback",
+                "cluster %s: no time left for %s after reading the request (%.2f s "
+                "deadline); answering with the fallback",
                 runtime.name,
                 runtime.dispatcher.name,
-                runtime.policy.deadline * ANSWER_MARGIN,
+                runtime.policy.deadline,
             )
-        except Exception:
-            # A dispatcher bug must not leave a production queue without an answer.
-            reason = "error"
-            incident = uuid.uuid4().hex[:12]
-            log.exception("cluster %s: dispatcher failed (incident %s)", runtime.name, incident)
+        else:
+            future = self.executor.submit(runtime.decide, snapshot, time_left)
+            try:
+                # A CP dispatcher answers by ``time_left`` itself (its own fallback when
+                # its search has no time); the grace covers a phase overrunning a little.
+                decision = future.result(timeout=time_left + DEADLINE_GRACE)
+                solve_s = time.perf_counter() - began
+                runtime.learn_fallback()
+                violations = decision_violations(snapshot, decision)
+                if not violations:
+                    return decision, solve_s
+                reason = "invalid"
+                log.error(
+                    "cluster %s: %s gave an invalid decision, answering with the fallback: %s",
+                    runtime.name,
+                    runtime.dispatcher.name,
+                    "; ".join(violations[:5]),
+                )
+            except FutureTimeout:
+                reason = "deadline"
+                log.warning(
+                    "cluster %s: %s missed its %.2f s; answering with the fallback",
+                    runtime.name,
+                    runtime.dispatcher.name,
+                    time_left,
+                )
+            except Exception:
+                # A dispatcher bug must not leave a production queue without an answer.
+                reason = "error"
+                incident = uuid.uuid4().hex[:12]
+                log.exception("cluster %s: dispatcher failed (incident %s)", runtime.name, incident)
+        fell_back = time.perf_counter()
         fallback = runtime.fallback.decide(snapshot, runtime.book.durations)
+        runtime.learn_fallback(time.perf_counter() - fell_back)
         solve_s = time.perf_counter() - began
         self.metrics.fallbacks.labels(runtime.name, reason).inc()
         diagnostics = replace(

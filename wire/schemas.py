@@ -238,7 +238,9 @@ class DiagnosticsOut(ResponseModel):
         "or 'error', or the CP dispatcher's own reason (e.g. 'no time left for solve').",
     )
     restarts: int
-    wall_ms: float = Field(description="Snapshot parsed to decision ready (audit excluded), ms.")
+    wall_ms: float = Field(
+        description="Request arrival to decision ready (the audit row excluded), ms."
+    )
     solve_ms: float = Field(description="Of which the dispatcher's decide (or fallback), ms.")
     model_variables: int = 0
     model_constraints: int = 0

@@ -35,13 +35,15 @@ class TooLarge(GiveUp):
 class Budget:
     """One call's deadline, read through the injected clock, with the time each phase took.
 
+    The deadline is the configured one, or less when the caller gives less (``deadline``).
+
     ``check(phase)`` before a phase raises ``OutOfTime`` when less than ``margin`` is left
     (the time kept for building the decision); ``mark(phase)`` closes a phase.
     """
 
-    def __init__(self, config: SearchConfig, clock: Clock) -> None:
+    def __init__(self, config: SearchConfig, clock: Clock, deadline: float | None = None) -> None:
         self.clock = clock
-        self.deadline = config.deadline
+        self.deadline = config.deadline if deadline is None else min(deadline, config.deadline)
         self.margin = config.margin
         self.began = clock()
         self._last = self.began

@@ -138,9 +138,10 @@ class CPDispatcher:
         call can still overrun by at most the length of the phase under way (hooks check
         inside their long loops to keep that short).
         """
-        budget = Budget(self.search, self.clock)
+        budget = Budget(self.search, self.clock, self.state.time_left_s)
         heuristic = self.fallback.decide(snapshot, durations)
         budget.mark("fallback")
+        self.state.timings.fallback_s = budget.last("fallback")
         try:
             decision = self._decide(snapshot, durations, heuristic, budget)
         except GiveUp as stop:
@@ -165,11 +166,15 @@ class CPDispatcher:
         # call overran by 3 s). With less time left than the build took, do not start.
         if budget.left() - budget.margin <= budget.last("build"):
             raise OutOfTime("solve")
+        # This call's deadline (the caller may give less than the configured one).
+        search = self.search
+        if budget.deadline != search.deadline:
+            search = replace(search, deadline=budget.deadline)
         return solve_with_restarts(
             model,
             formulation.indices,
             formulation.hint,
-            self.search,
+            search,
             budget.clock,
             budget.began,
             incumbent=formulation.hint_objective,
@@ -180,7 +185,7 @@ class CPDispatcher:
                     budget.last("fallback"),
                     self._extract_estimate(_starting(formulation.hint, prepared)),
                 ),
-                self.search.deadline / 2,
+                budget.deadline / 2,
             ),
         )
 

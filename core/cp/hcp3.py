@@ -96,7 +96,12 @@ class HCP3Dispatcher(CPDispatcher):
     ) -> Formulation:
         """The model and its hint; ``budget.check`` between long steps (``OutOfTime``)."""
         now_first = [s.job_id for s in heuristic.starts]
-        plans = candidate_plans(prepared, now_first, self._previous_order(prepared))
+        plans = candidate_plans(
+            prepared,
+            now_first,
+            self._previous_order(prepared),
+            tick=lambda: budget.check("hint"),
+        )
         budget.mark("hint")
         budget.check("build")
         costs = {name: plan_objective(prepared, plan) for name, plan in plans.items()}

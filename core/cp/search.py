@@ -92,6 +92,8 @@ class SearchConfig:
     fallback_allocator: str = "best-fit"
     fallback_queue_order: str = "cpsched"
     """The fallback's queue order (``cpsched`` or ``site``), as the policy's."""
+    fallback_depth: int | None = None
+    """The jobs the fallback considers per call, in its queue order (None: all)."""
     presolve: bool | None = None
     """CP-SAT's presolve; None: the dispatcher's default (on for HCP3; off for PCP3, whose
     node-level models it slows down more than it helps — measured on KTH)."""
@@ -156,7 +158,12 @@ def make_fallback(config: SearchConfig) -> Dispatcher:
     if is_cp(config.fallback):
         raise ConfigError(f"the fallback must be a heuristic dispatcher, got {config.fallback!r}")
     order: QueueOrder = "site" if config.fallback_queue_order == "site" else "cpsched"
-    return make_dispatcher(config.fallback, config.fallback_allocator, queue_order=order)
+    return make_dispatcher(
+        config.fallback,
+        config.fallback_allocator,
+        queue_order=order,
+        queue_depth=config.fallback_depth,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
+from cpsched.service.asgi import ARRIVED_SCOPE_KEY
 from cpsched.service.deps import Authorised, ClusterName, OrchestratorDep
 from cpsched.service.routes.common import ERRORS
 from cpsched.wire.schemas import DecisionOut, DispatchRequest
@@ -19,9 +20,16 @@ router = APIRouter(prefix="/v1/clusters/{cluster}", responses=ERRORS)
     summary="Decide which queued jobs start now, where, and which limits to extend.",
 )
 def dispatch(
-    cluster: ClusterName, body: DispatchRequest, _token: Authorised, orchestrator: OrchestratorDep
-) -> DecisionOut:
+    cluster: ClusterName,
+    body: DispatchRequest,
+    _token: Authorised,
+    orchestrator: OrchestratorDep,
+    request: Request,
+) -> Response:
     # Digest of the parsed snapshot (dry_run aside: the audit row says it): the audit row
     # names exactly what was decided on, and an identical snapshot gets the same answer.
     digest = hashlib.sha256(body.model_dump_json(exclude={"dry_run"}).encode()).hexdigest()
-    return orchestrator.dispatch(cluster, body, digest)
+    answer = orchestrator.dispatch(cluster, body, digest, request.scope.get(ARRIVED_SCOPE_KEY))
+    # Rendered here, in the worker thread, from the validated model: FastAPI would validate
+    # and render it again on the event loop.
+    return Response(answer.model_dump_json(), media_type="application/json")

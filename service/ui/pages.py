@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from cpsched.service.cluster import ANSWER_MARGIN, ClusterRuntime
+from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.deps import ClusterName, OrchestratorDep
 from cpsched.service.orchestrator import Orchestrator
 from cpsched.service.settings import TokenConfig
@@ -181,7 +181,6 @@ def latency(
             "hour_choices": HOURS,
             "figures": figures,
             "deadline_ms": deadline_ms,
-            "answer_ms": deadline_ms * ANSWER_MARGIN,
             "latency_chart": charts.latency_chart(figures, deadline_ms) if points else None,
             "fallback_chart": charts.fallback_chart(figures) if points else None,
             "shadow": shadow,

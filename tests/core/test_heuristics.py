@@ -125,3 +125,19 @@ def test_best_fit_changes_where_not_whether():
 def test_unknown_dispatcher_lists_the_valid_ones():
     with pytest.raises(UnknownPolicyError, match="easy, fcfs, hcp3, ljf, pcp20, pcp3, sjf"):
         make_dispatcher("lottery", "first-fit")
+
+
+def test_a_queue_depth_bounds_the_jobs_easy_considers():
+    # As Slurm's bf_max_job_test: only the first jobs (in queue order) are tried.
+    r = job("r", units=3, limit=100)
+    queue = [job("h", units=4, submit=0), job("x", units=2, submit=1)]
+    queue += [job(f"small{i}", limit=50, submit=2 + i) for i in range(5)]
+    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 3)])], queue)
+    durations = limits_as_durations(snap)
+    unbounded = make_dispatcher("easy", "first-fit").decide(snap, durations)
+    bounded = make_dispatcher("easy", "first-fit", queue_depth=3).decide(snap, durations)
+    assert started(unbounded) == ["small0"]
+    assert started(bounded) == ["small0"]  # the third job is still within the depth
+    shallow = make_dispatcher("easy", "first-fit", queue_depth=2).decide(snap, durations)
+    assert started(shallow) == []  # small0 is beyond it: it waits for a later call
+    assert shallow.planned == {"h": 100}

@@ -110,3 +110,11 @@ def test_named_policies_start_from_their_settings_and_take_changes():
     assert Policy.named("oracle").predictor == "oracle"
     with pytest.raises(ConfigError, match="unknown policy 'x': choose one of today, conservative"):
         Policy.named("x")
+
+
+def test_the_policys_fallback_is_bounded_by_its_depth():
+    fallback = Policy(fallback_depth=7).make_fallback()
+    assert fallback.max_jobs == 7  # read through the wrappers
+    assert Policy(fallback_depth=0).make_fallback().max_jobs is None
+    search = Policy(fallback_depth=7).search_config()
+    assert search is not None and search.fallback_depth == 7

@@ -179,3 +179,63 @@ def test_an_identical_snapshot_gets_the_same_answer(client):
     client.post("/v1/clusters/c1/jobs/finished", json={"jobs": [finished("h", 0, 5)]}, headers=AUTH)
     starts(again)
     assert fickle.calls == 3
+
+
+def test_the_deadline_covers_the_whole_answer(make_client, monkeypatch):
+    """The dispatcher gets what is left of the deadline once reading the request took its
+    share (issue 20: deadline_s covered the solve only; 100,000 queued jobs at 0.5 s took
+    4.65 s), and none at all when reading it took the whole deadline."""
+    import time
+
+    from cpsched.service import orchestrator
+
+    client = make_client(defaults={"deadline": 0.5})
+    slow = Slow()
+    runtime = swap_dispatcher(client, "c1", slow)
+    convert = orchestrator.to_snapshot
+    reading = {"seconds": 0.3}
+
+    def slow_to_read(request):
+        time.sleep(reading["seconds"])
+        return convert(request)
+
+    monkeypatch.setattr(orchestrator, "to_snapshot", slow_to_read)
+    try:
+        began = time.perf_counter()
+        d = client.post(
+            "/v1/clusters/c1/dispatch", json=snapshot(queued=[job("q1")]), headers=AUTH
+        ).json()
+        elapsed = time.perf_counter() - began
+        assert d["diagnostics"]["fallback_reason"] == "deadline"
+        assert [s["job_id"] for s in d["starts"]] == ["q1"]
+        assert d["diagnostics"]["wall_ms"] < 500 + 50
+        assert elapsed < 0.5 + 0.15
+        # The dispatcher was given what was left: about 0.2 s, less the answer's reserve.
+        assert 0.05 < runtime.dispatcher_state.time_left_s < 0.2
+        reading["seconds"] = 0.6  # reading alone takes the deadline: the fallback answers
+        runtime.dispatcher_state.time_left_s = None
+        d = client.post(
+            "/v1/clusters/c1/dispatch", json=snapshot(time=1001, queued=[job("q1")]), headers=AUTH
+        ).json()
+        assert d["diagnostics"]["fallback_reason"] == "deadline"
+        assert runtime.dispatcher_state.time_left_s is None  # never called
+    finally:
+        slow.release.set()
+
+
+def test_a_cp_dispatcher_answers_by_the_time_it_is_given(make_client):
+    """HCP3 reads this call's time from its state: given too little, it answers with its
+    own fallback, in time, instead of being abandoned by the service."""
+    from cpsched.core.cp.budget import Budget
+    from cpsched.core.cp.search import SearchConfig
+
+    assert Budget(SearchConfig(deadline=2.0), lambda: 0.0, 0.5).deadline == 0.5
+    assert Budget(SearchConfig(deadline=2.0), lambda: 0.0, 5.0).deadline == 2.0
+    client = make_client(defaults={"dispatcher": "hcp3"})
+    body = snapshot(queued=[job("q1"), job("q2", units=3), job("q3", units=6)])
+    client.post("/v1/clusters/c1/dispatch", json=body, headers=AUTH)
+    runtime = client.app.state.orchestrator.runtime("c1")
+    decision = runtime.decide(runtime.last_snapshot, 0.0)
+    assert decision.diagnostics.fallback is True
+    assert decision.diagnostics.fallback_reason.startswith("no time left")
+    assert runtime.dispatcher_state.timings.fallback_s > 0  # what the service keeps for it

@@ -1,0 +1,196 @@
+"""Dispatch at scale, from a second process: round trip p50/p99 and the service's peak
+memory for big snapshots, EASY against the default policy's HCP3.
+
+Each size is a machine of N nodes (64 cores, 256,000 MiB; every eighth with 4 GPUs),
+running jobs filling about 90% of the cores, and Q queued jobs (1 to 512 cores, 2,000 MiB
+a core, limits of 10 min to a day). Every call moves the clock 10 s and replaces 1% of the
+queue with new jobs, as a bridge's consecutive snapshots do. Each (size, dispatcher) gets
+a fresh service (SQLite unless --postgres), a warm-up call (every job new: not counted),
+then --calls calls. "late" counts answers over deadline + 150 ms; "fallback" answers the
+fallback gave (the service's, or the CP dispatcher's own).
+
+    .venv/bin/python bench/service_scale.py [--calls 20] [--deadline 2]
+        [--sizes 1000x1000,1000x10000,1000x50000,5000x1000,5000x10000,5000x50000]
+        [--dispatchers easy,hcp3] [--postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from cpsched.cli.local_service import local_service
+
+TOKEN = "local-token"
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
+CORES, MEM = 64, 256_000
+NOW = 1_000_000
+
+
+def machine(nodes: int) -> list[dict[str, object]]:
+    return [
+        {
+            "name": f"n{i:05d}",
+            "resources": {"cpu": CORES, "mem": MEM, **({"gpu": 4} if i % 8 == 0 else {})},
+        }
+        for i in range(nodes)
+    ]
+
+
+def running_jobs(nodes: int, rng: random.Random) -> list[dict[str, object]]:
+    """Jobs filling about 90% of the cores, node after node."""
+    free = [CORES] * nodes
+    jobs: list[dict[str, object]] = []
+    node = 0
+    while sum(CORES - f for f in free) < 0.9 * CORES * nodes:
+        size = rng.choice([1, 4, 16, 32, 64, 128, 256])
+        allocation: dict[str, int] = {}
+        left = size
+        while left and node < nodes:
+            take = min(left, free[node])
+            if take:
+                allocation[f"n{node:05d}"] = take
+                free[node] -= take
+                left -= take
+            if not free[node]:
+                node += 1
+        if left:
+            break
+        jobs.append(
+            {
+                "id": f"r{len(jobs)}", "user": f"u{rng.randrange(200)}", "submit": NOW - 90_000,
+                "start": NOW - rng.randrange(1, 80_000), "time_limit": 2 * 86_400,
+                "units": size, "per_unit": {"cpu": 1, "mem": 2000}, "allocation": allocation,
+            }
+        )  # fmt: skip
+    return jobs
+
+
+def queued_job(k: int, rng: random.Random) -> dict[str, object]:
+    return {
+        "id": f"q{k}", "user": f"u{rng.randrange(200)}", "submit": NOW - 80_000 + k,
+        "time_limit": rng.choice([600, 3600, 4 * 3600, 86_400]),
+        "units": rng.choice([1, 1, 2, 4, 8, 16, 32, 64, 128, 512]),
+        "per_unit": {"cpu": 1, "mem": 2000},
+    }  # fmt: skip
+
+
+def snapshots(nodes: int, queued: int, calls: int, seed: int = 1) -> list[bytes]:
+    """The warm-up snapshot and ``calls`` more, each 10 s later with 1% of its queue new."""
+    rng = random.Random(seed)
+    base = {"nodes": machine(nodes), "running": running_jobs(nodes, rng)}
+    queue = [queued_job(k, rng) for k in range(queued)]
+    bodies = []
+    fresh = queued
+    for call in range(calls + 1):
+        bodies.append(json.dumps({"time": NOW + 10 * call, **base, "queued": queue}).encode())
+        for _ in range(max(1, queued // 100)):
+            queue[rng.randrange(queued)] = queued_job(fresh, rng)
+            fresh += 1
+    return bodies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run(
+    nodes: int, queued: int, dispatcher: str, args: argparse.Namespace, url: str | None
+) -> dict[str, float]:
+    bodies = snapshots(nodes, queued, args.calls)
+    work = Path(tempfile.mkdtemp(prefix="cpsched-scale-"))
+    defaults = {"dispatcher": dispatcher, "deadline": args.deadline}
+    with (
+        local_service(work, database_url=url, token=TOKEN, **defaults) as service,
+        httpx.Client(base_url=service.url, timeout=600) as client,
+    ):
+        trips, late, fallbacks = [], 0, 0
+        for call, body in enumerate(bodies):
+            began = time.perf_counter()
+            response = client.post("/v1/clusters/scale/dispatch", content=body, headers=HEADERS)
+            elapsed = time.perf_counter() - began
+            if response.status_code != 200:
+                raise SystemExit(f"{response.status_code}: {response.text[:500]}")
+            if call == 0:
+                continue  # warm-up: every job is new
+            trips.append(elapsed)
+            late += elapsed > args.deadline + 0.15
+            fallbacks += response.json()["diagnostics"]["fallback"]
+        assert service.process is not None
+        peak = peak_rss_mb(service.process.pid)
+    return {
+        "bytes": len(bodies[0]),
+        "p50": percentile(trips, 0.5),
+        "p99": percentile(trips, 0.99),
+        "max": max(trips),
+        "late": late,
+        "fallbacks": fallbacks,
+        "calls": len(trips),
+        "peak_mb": peak,
+    }
+
+
+def postgres_database() -> tuple[str, str]:
+    name = f"cpsched_scale_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    return name, f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+
+
+def drop(name: str) -> None:
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--deadline", type=float, default=2.0)
+    parser.add_argument(
+        "--sizes", default="1000x1000,1000x10000,1000x50000,5000x1000,5000x10000,5000x50000"
+    )
+    parser.add_argument("--dispatchers", default="easy,hcp3")
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite.")
+    args = parser.parse_args()
+    print(
+        f"deadline {args.deadline} s, {args.calls} calls per row after a warm-up; "
+        f"{'PostgreSQL' if args.postgres else 'SQLite'}; late = over deadline + 150 ms"
+    )
+    header = ("nodes", "queued", "body MB", "dispatcher", "p50 s", "p99 s", "max s", "late")
+    print("{:>6} {:>7} {:>8} {:>10} {:>7} {:>7} {:>7} {:>5} {:>9} {:>8}".format(
+        *header, "fallback", "peak MB"))  # fmt: skip
+    for size in args.sizes.split(","):
+        nodes, queued = (int(x) for x in size.split("x"))
+        for dispatcher in args.dispatchers.split(","):
+            name, url = postgres_database() if args.postgres else (None, None)
+            try:
+                r = run(nodes, queued, dispatcher, args, url)
+            finally:
+                if name is not None:
+                    drop(name)
+            print(
+                f"{nodes:>6} {queued:>7} {r['bytes'] / 1e6:>8.1f} {dispatcher:>10} "
+                f"{r['p50']:>7.3f} {r['p99']:>7.3f} {r['max']:>7.3f} {r['late']:>5} "
+                f"{r['fallbacks']:>4}/{r['calls']:<4} {r['peak_mb']:>8.0f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
