@@ -16,16 +16,12 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import httpx
-import psycopg
+from service_common import HEADERS, TOKEN, percentile, postgres_database
 
 from cpsched.cli.local_service import local_service
-
-TOKEN = "local-token"
-HEADERS = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
 
 
 def big_snapshot(call: int) -> dict[str, object]:
@@ -54,11 +50,6 @@ def big_snapshot(call: int) -> dict[str, object]:
         for k in range(100)
     ]  # fmt: skip
     return {"time": 10_000 + call, "nodes": nodes, "running": running, "queued": queued}
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def bench_dispatch(client: httpx.Client, calls: int) -> dict[str, float]:
@@ -106,18 +97,6 @@ def bench_ingest(client: httpx.Client, seconds: float, batch: int) -> dict[str, 
     return {"jobs": sent, "jobs_per_s": sent / elapsed}
 
 
-def postgres_database() -> str:
-    name = f"cpsched_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def drop(name: str) -> None:
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=200)
@@ -126,12 +105,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     work = Path(tempfile.mkdtemp(prefix="cpsched-load-"))
-    pg = postgres_database()
-    try:
-        for backend, url in [
-            ("sqlite", None),
-            ("postgres", f"postgresql+psycopg://postgres@127.0.0.1:5432/{pg}"),
-        ]:
+    with postgres_database() as pg:
+        for backend, url in [("sqlite", None), ("postgres", pg)]:
             with (
                 local_service(work / backend, database_url=url, token=TOKEN) as service,
                 httpx.Client(base_url=service.url, timeout=60) as client,
@@ -139,8 +114,6 @@ def main() -> None:
                 dispatch = bench_dispatch(client, args.calls)
                 ingest = bench_ingest(client, args.seconds, args.batch)
             rows.append((backend, dispatch, ingest))
-    finally:
-        drop(pg)
     print(f"snapshot: 1000 nodes, 500 running, 100 queued ({rows[0][1]['bytes']:,} bytes JSON)")
     header = ("backend", "overhead p50", "p99", "round trip p50", "p99", "ingest jobs/s")
     print("{:<9} {:>13} {:>8} {:>15} {:>8} {:>14}".format(*header))

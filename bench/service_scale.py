@@ -21,16 +21,14 @@ import json
 import random
 import tempfile
 import time
-import uuid
+from contextlib import nullcontext
 from pathlib import Path
 
 import httpx
-import psycopg
+from service_common import HEADERS, TOKEN, peak_rss_mb, percentile, postgres_database
 
 from cpsched.cli.local_service import local_service
 
-TOKEN = "local-token"
-HEADERS = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
 CORES, MEM = 64, 256_000
 NOW = 1_000_000
 
@@ -98,18 +96,6 @@ def snapshots(nodes: int, queued: int, calls: int, seed: int = 1) -> list[bytes]
     return bodies
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def run(
     nodes: int, queued: int, dispatcher: str, args: argparse.Namespace, url: str | None
 ) -> dict[str, float]:
@@ -146,18 +132,6 @@ def run(
     }
 
 
-def postgres_database() -> tuple[str, str]:
-    name = f"cpsched_scale_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    return name, f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-
-
-def drop(name: str) -> None:
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=20)
@@ -178,12 +152,8 @@ def main() -> None:
     for size in args.sizes.split(","):
         nodes, queued = (int(x) for x in size.split("x"))
         for dispatcher in args.dispatchers.split(","):
-            name, url = postgres_database() if args.postgres else (None, None)
-            try:
+            with postgres_database() if args.postgres else nullcontext() as url:
                 r = run(nodes, queued, dispatcher, args, url)
-            finally:
-                if name is not None:
-                    drop(name)
             print(
                 f"{nodes:>6} {queued:>7} {r['bytes'] / 1e6:>8.1f} {dispatcher:>10} "
                 f"{r['p50']:>7.3f} {r['p99']:>7.3f} {r['max']:>7.3f} {r['late']:>5} "
