@@ -1,0 +1,161 @@
+"""Hostile traffic: does an authorised dispatch keep its pace while clients without a
+token post 60 MB bodies in a loop? (Before issue 20 the whole body was read and parsed
+before the token was checked: three such clients pushed a dispatch's p50 from 6 ms to
+238 ms and the service to 1.6 GB.)
+
+A service on SQLite (127.0.0.1 only) is measured idle, then while --attackers clients
+each send --body-mb MB bodies without a token (a declared Content-Length; --chunked: no
+length) to /v1/clusters/x/dispatch for --seconds, over raw sockets: the authorised
+client's dispatch round trips (p50, p99), /healthz's (max, p99), the attack's requests
+and bytes, the service's peak memory.
+
+    .venv/bin/python bench/service_hostile.py [--attackers 3] [--body-mb 60]
+        [--seconds 20] [--dispatcher easy] [--chunked]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from service_common import HEADERS, TOKEN, peak_rss_mb, percentile
+
+from cpsched.cli.local_service import local_service
+
+
+def snapshot(call: int) -> bytes:
+    nodes = [{"name": f"n{i}", "resources": {"cpu": 32, "mem": 128_000}} for i in range(100)]
+    running = [
+        {
+            "id": f"r{j}", "user": f"u{j % 20}", "submit": 0, "start": 100, "time_limit": 86_400,
+            "units": 32, "per_unit": {"cpu": 1}, "allocation": {f"n{j}": 32},
+        }
+        for j in range(80)
+    ]  # fmt: skip
+    queued = [
+        {
+            "id": f"q{call}-{k}", "user": f"u{k % 20}", "submit": 1000 + k,
+            "time_limit": 3600, "units": 1 + k % 64, "per_unit": {"cpu": 1},
+        }
+        for k in range(200)
+    ]  # fmt: skip
+    return json.dumps(
+        {"time": 10_000 + call, "nodes": nodes, "running": running, "queued": queued}
+    ).encode()
+
+
+def measure(url: str, seconds: float) -> dict[str, list[float]]:
+    """Dispatch round trips and /healthz round trips, alternating, for ``seconds``."""
+    dispatch: list[float] = []
+    health: list[float] = []
+    until = time.perf_counter() + seconds
+    call = 0
+    with httpx.Client(base_url=url, timeout=60) as client:
+        while time.perf_counter() < until:
+            body = snapshot(call)
+            began = time.perf_counter()
+            answer = client.post("/v1/clusters/ok/dispatch", content=body, headers=HEADERS)
+            dispatch.append(time.perf_counter() - began)
+            answer.raise_for_status()
+            began = time.perf_counter()
+            client.get("/healthz").raise_for_status()
+            health.append(time.perf_counter() - began)
+            call += 1
+            time.sleep(0.02)
+    return {"dispatch": dispatch, "health": health}
+
+
+def attack(port: int, body_mb: int, chunked: bool, stop: threading.Event, tally: dict) -> None:
+    """Post unauthenticated bodies of ``body_mb`` MB in a loop until ``stop``."""
+    size = body_mb * 1_000_000
+    payload = b"[" + b"1," * (size // 2 - 1) + b"1]"
+    while not stop.is_set():
+        length = b"Transfer-Encoding: chunked" if chunked else f"Content-Length: {size}".encode()
+        head = b"POST /v1/clusters/x/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        head += b"Content-Type: application/json\r\n" + length + b"\r\n\r\n"
+        sent = 0
+        status = b"?"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                sock.sendall(head)
+                view = memoryview(payload)
+                step = 1 << 20
+                for at in range(0, len(view), step):
+                    chunk = view[at : at + step]
+                    if chunked:
+                        sock.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    else:
+                        sock.sendall(chunk)
+                    sent += len(chunk)
+                if chunked:
+                    sock.sendall(b"0\r\n\r\n")
+                status = sock.recv(64).split(b" ")[1:2][0]
+        except OSError:
+            status = b"reset"
+        with tally["lock"]:
+            tally["requests"] += 1
+            tally["bytes"] += sent
+            tally["status"][status] = tally["status"].get(status, 0) + 1
+
+
+def summary(label: str, m: dict[str, list[float]]) -> str:
+    d, h = m["dispatch"], m["health"]
+    return (
+        f"{label:<8} dispatch p50 {percentile(d, 0.5) * 1000:6.1f} ms  p99 "
+        f"{percentile(d, 0.99) * 1000:6.1f} ms ({len(d)} calls)   /healthz p99 "
+        f"{percentile(h, 0.99) * 1000:5.1f} ms  max {max(h) * 1000:5.1f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--attackers", type=int, default=3)
+    parser.add_argument("--body-mb", type=int, default=60)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--dispatcher", default="easy")
+    parser.add_argument("--chunked", action="store_true")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cpsched-hostile-"))
+    with local_service(work, token=TOKEN, dispatcher=args.dispatcher) as service:
+        assert service.process is not None
+        measure(service.url, 2)  # warm-up
+        idle = measure(service.url, args.seconds)
+        stop = threading.Event()
+        tally: dict = {"lock": threading.Lock(), "requests": 0, "bytes": 0, "status": {}}
+        attackers = [
+            threading.Thread(
+                target=attack, args=(service.port, args.body_mb, args.chunked, stop, tally)
+            )
+            for _ in range(args.attackers)
+        ]
+        for thread in attackers:
+            thread.start()
+        time.sleep(1)
+        hostile = measure(service.url, args.seconds)
+        stop.set()
+        for thread in attackers:
+            thread.join()
+        peak = peak_rss_mb(service.process.pid)
+    print(
+        f"{args.attackers} clients without a token, {args.body_mb} MB bodies "
+        f"({'chunked' if args.chunked else 'Content-Length'}), {args.seconds:.0f} s each phase;"
+        f" dispatcher {args.dispatcher}"
+    )
+    print(summary("idle", idle))
+    print(summary("hostile", hostile))
+    ratio = percentile(hostile["dispatch"], 0.99) / percentile(idle["dispatch"], 0.99)
+    statuses = ", ".join(f"{k.decode()}: {v}" for k, v in sorted(tally["status"].items()))
+    print(
+        f"dispatch p99 hostile/idle x{ratio:.2f}; attack: {tally['requests']} requests "
+        f"({statuses}), {tally['bytes'] / 1e9:.1f} GB sent; service peak memory {peak:.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Restart time with a long history: seconds from starting ``cpsched serve`` to /readyz
+answering 200, with --jobs finished jobs stored for one cluster (each with its start
+prediction and real run time, as the service records them), on SQLite and PostgreSQL.
+(Before issue 20 the predictor was rebuilt from every stored job: 119 s at 1.9 million.)
+
+The history is written straight into the database (executemany on SQLite, COPY on
+PostgreSQL) in the service's schema: --users users, run times that vary job to job.
+
+    .venv/bin/python bench/service_restart.py [--jobs 2000000] [--users 2000]
+        [--predictor last-two] [--backends sqlite,postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import psycopg
+from service_common import TOKEN, peak_rss_mb, postgres_database
+from sqlalchemy.engine import make_url
+
+from cpsched.cli.local_service import LocalService, free_port, write_config
+from cpsched.service.store import migrate
+from cpsched.service.store.database import make_engine
+
+BATCH = 50_000
+JOB_COLUMNS = (
+    "cluster_id", "job_id", "user_name", "group_name", "job_name", "partition", "submit_time",
+    "start_time", "end_time", "time_limit", "units", "per_unit", "state",
+)  # fmt: skip
+PREDICTION_COLUMNS = ("cluster_id", "job_id", "kind", "predictor", "predicted", "made_at", "actual")
+
+
+def history(jobs: int, users: int, seed: int = 1) -> Iterator[tuple[tuple, tuple]]:
+    """(finished job row, start prediction row) for ``jobs`` jobs ending one by one."""
+    rng = random.Random(seed)
+    for i in range(jobs):
+        run = rng.randrange(60, 86_400)
+        start = 1_000_000 + 30 * i
+        job = (
+            1, f"j{i}", f"u{rng.randrange(users)}", "g", f"app{rng.randrange(50)}", "batch",
+            start - rng.randrange(0, 3600), start, start + run, 86_400, rng.choice([1, 4, 32]),
+            '{"cpu": 1}', "completed",
+        )  # fmt: skip
+        predicted = (1, f"j{i}", "start", "last-two", rng.randrange(60, 86_400), start, run)
+        yield job, predicted
+
+
+def fill_sqlite(path: str, jobs: int, users: int) -> None:
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=OFF")
+    db.execute("INSERT INTO clusters (name) VALUES ('big')")
+    insert_job = (
+        f"INSERT INTO finished_jobs ({', '.join(JOB_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(JOB_COLUMNS))})"
+    )
+    insert_prediction = (
+        f"INSERT INTO predictions ({', '.join(PREDICTION_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(PREDICTION_COLUMNS))})"
+    )
+    rows = history(jobs, users)
+    while batch := [row for _, row in zip(range(BATCH), rows, strict=False)]:
+        db.executemany(insert_job, [job for job, _ in batch])
+        db.executemany(insert_prediction, [prediction for _, prediction in batch])
+        db.commit()
+    db.execute("ANALYZE")
+    db.commit()
+    db.close()
+
+
+def fill_postgres(url: str, jobs: int, users: int) -> None:
+    plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain) as db:
+        db.execute("INSERT INTO clusters (name) VALUES ('big')")
+        with db.cursor() as cur:
+            with cur.copy(f"COPY finished_jobs ({', '.join(JOB_COLUMNS)}) FROM STDIN") as copy:
+                for job, _ in history(jobs, users):
+                    copy.write_row(job)
+            columns = ", ".join(PREDICTION_COLUMNS)
+            with cur.copy(f"COPY predictions ({columns}) FROM STDIN") as copy:
+                for _, prediction in history(jobs, users):
+                    copy.write_row(prediction)
+        db.execute("ANALYZE")
+
+
+def time_to_ready(work: Path, url: str, predictor: str) -> tuple[float, float, str]:
+    config = write_config(work / "cpsched.toml", url, TOKEN, {"predictor": predictor})
+    # The log says how long the rebuild took: at INFO level, for this run.
+    config.write_text('log_level = "INFO"\n' + config.read_text())
+    service = LocalService(config, free_port(), work / "service.log")
+    began = time.perf_counter()
+    service.start(timeout=600)
+    ready = time.perf_counter() - began
+    assert service.process is not None
+    peak = peak_rss_mb(service.process.pid)
+    service.stop()
+    log = (work / "service.log").read_text()
+    rebuilt = re.findall(r"predictor rebuilt from (\d+) finished jobs in ([\d.]+) s", log)
+    what = f"rebuilt from {rebuilt[-1][0]} jobs in {rebuilt[-1][1]} s" if rebuilt else "-"
+    return ready, peak, what
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=2_000_000)
+    parser.add_argument("--users", type=int, default=2_000)
+    parser.add_argument("--predictor", default="last-two")
+    parser.add_argument("--backends", default="sqlite,postgres")
+    args = parser.parse_args()
+    print(f"{args.jobs:,} finished jobs of {args.users:,} users; predictor {args.predictor}")
+    print(f"{'backend':<9} {'fill s':>7} {'to /readyz s':>13} {'peak MB':>8}  predictor")
+    for backend in args.backends.split(","):
+        work = Path(tempfile.mkdtemp(prefix=f"cpsched-restart-{backend}-"))
+        postgres = backend == "postgres"
+        with postgres_database("cpsched_restart") if postgres else nullcontext() as pg:
+            url = pg if pg is not None else f"sqlite:///{work / 'cpsched.db'}"
+            migrate.upgrade(make_engine(url))
+            began = time.perf_counter()
+            if postgres:
+                fill_postgres(url, args.jobs, args.users)
+            else:
+                fill_sqlite(str(work / "cpsched.db"), args.jobs, args.users)
+            filled = time.perf_counter() - began
+            ready, peak, what = time_to_ready(work, url, args.predictor)
+        print(f"{backend:<9} {filled:>7.0f} {ready:>13.2f} {peak:>8.0f}  {what}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
