@@ -1,6 +1,9 @@
 """Request body size limit as an ASGI middleware: a declared length over the limit is
 refused before reading, and a body sent in chunks (no declared length) is cut off with
-the same 413 as soon as it passes the limit."""
+the same 413 as soon as it passes the limit.
+
+Only the API (``/v1``) takes large bodies (snapshots, finished jobs); everything else
+(the dashboard's login form, which anyone may post to) is held to :data:`OTHER_MAX_BYTES`."""
 
 from __future__ import annotations
 
@@ -13,6 +16,10 @@ from cpsched.service.asgi import ASGIApp, Message, Receive, Scope, Send, send_er
 
 def too_large_detail(max_bytes: int) -> str:
     return f"request body over {max_bytes} bytes: send smaller batches or raise max_body_bytes"
+
+
+OTHER_MAX_BYTES = 64 * 1024
+"""The body limit outside ``/v1``."""
 
 
 class BodyTooLargeError(HTTPException):
@@ -34,11 +41,14 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.max_bytes
+        if not scope["path"].startswith("/v1/"):
+            limit = min(limit, OTHER_MAX_BYTES)
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
             self.on_refused()
-            await send_error(send, 413, "body_too_large", too_large_detail(self.max_bytes))
+            await send_error(send, 413, "body_too_large", too_large_detail(limit))
             return
         seen = 0
         started = False
@@ -48,8 +58,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise BodyTooLargeError(self.max_bytes)
+                if seen > limit:
+                    raise BodyTooLargeError(limit)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -62,4 +72,4 @@ class BodyLimit:
         except BodyTooLargeError:
             if not started:
                 self.on_refused()
-                await send_error(send, 413, "body_too_large", too_large_detail(self.max_bytes))
+                await send_error(send, 413, "body_too_large", too_large_detail(limit))

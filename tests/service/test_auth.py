@@ -107,3 +107,12 @@ def test_health_needs_no_token(app):
     with TestClient(app) as client:
         assert client.get("/healthz").status_code == 200
         assert client.get("/metrics").status_code == 200
+
+
+def test_outside_the_api_a_body_is_held_to_64_kib_unread(app):
+    # The dashboard's login form takes posts from anyone: not 64 MiB of them.
+    headers = {"content-type": "application/x-www-form-urlencoded", "content-length": "70000"}
+    status, body, asked = call(app, "/ui/login", headers, BIG)
+    assert (status, body["error"], asked) == (413, "body_too_large", 0)
+    status, _, asked = call(app, "/ui/login", {"transfer-encoding": "chunked"}, BIG)
+    assert status == 413 and asked <= 3
