@@ -123,8 +123,8 @@ class AdaBoost:
         self.background = background
 
         self.memory = Memory(per_user=PER_USER_MEMORY, recent=window, exact=False)
-        """A rebuild reads its window of newest jobs and each user's newest few hundred
-        (the history features); what fell out of both is forgotten."""
+        """A rebuild reads its window of newest jobs and each user's newest 32 (the
+        history features); what fell out of both is forgotten."""
         self.fallback_ = LastTwo()
         self.state_ = FeatureState(self.features, recent=recent, profile_matches=profile_matches)
         self.rows_ = np.zeros((window, len(self.features)))

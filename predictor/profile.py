@@ -77,8 +77,10 @@ RULES: dict[int, str] = {
 }
 Fallback = Literal["requested", "last-two"]
 
-PER_USER_MEMORY = 300
-"""Each user's newest jobs a rebuild after a restart reads (see :class:`Memory`)."""
+PER_USER_MEMORY = 32
+"""Each user's newest jobs a rebuild after a restart reads (see :class:`Memory`): at
+least the matches AdaBoost's profile feature keeps per key (11 + 16). With 300, 2,000
+users made a rebuild of 650,000 jobs."""
 RECENT_MEMORY = 50_000
 """The newest jobs overall a rebuild after a restart reads besides."""
 
@@ -119,10 +121,11 @@ class JobProfile:
         finds ``matches`` jobs that had ended by an earlier time (AdaBoost builds its
         training rows as of each job's submit time)."""
         self.memory = Memory(
-            per_user=max(PER_USER_MEMORY, 20 * (matches + late)), recent=RECENT_MEMORY, exact=False
+            per_user=max(PER_USER_MEMORY, matches + late), recent=RECENT_MEMORY, exact=False
         )
-        """A rebuild reads each user's newest few hundred jobs and the newest 50,000: a
-        profile key (user included) seen only before both is forgotten."""
+        """A rebuild reads each user's newest 32 jobs (at least the matches kept per key)
+        and the newest 50,000: a profile key (user included) seen only before both is
+        forgotten."""
         self.tables_: tuple[dict[Hashable, list[_Entry]], ...] = tuple({} for _ in range(5))
         """Rule r (1-5) -> its key -> the newest ``matches + late`` jobs with that key,
         ascending."""
