@@ -106,14 +106,18 @@ def _site(state: ClusterState) -> dict[str, Any]:
     return {"partitions": partitions, "reservations": reservations}
 
 
+USER_NAME_MAX = 256
+"""The wire's bound on a user name (``wire.schemas.UserName``)."""
+
 _CONTROL = dict.fromkeys([*range(32), 127], "\ufffd")
 del _CONTROL[ord("\t")]
 
 
-def _label(text: str) -> str:
+def _label(text: str, limit: int = 1024) -> str:
     """A name as a snapshot carries it: labels only feed predictions, so a control
-    character (which the wire refuses) is replaced rather than the job left out."""
-    return text.translate(_CONTROL)[:1024]
+    character (which the wire refuses) is replaced, and a name past the wire's bound
+    (``limit``: 1,024, user names 256) cut, rather than the job left out."""
+    return text.translate(_CONTROL)[:limit]
 
 
 def _job_fields(job: JobView, *, splits_tasks: bool = False, exact: bool = False) -> dict:
@@ -123,7 +127,7 @@ def _job_fields(job: JobView, *, splits_tasks: bool = False, exact: bool = False
     partition = label(job.partition)
     return {
         "id": job.id,
-        "user": label(job.user),
+        "user": job.user if exact else _label(job.user, USER_NAME_MAX),
         "group": label(job.group),
         "name": label(job.name),
         "partition": partition,

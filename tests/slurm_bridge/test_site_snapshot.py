@@ -105,3 +105,10 @@ def test_a_multi_partition_job_is_started_in_the_partition_holding_its_nodes():
     )  # fmt: skip
     apply_decision(decision, state, Recording(state))
     assert seen == {"both": "gpu", "one": None}  # Slurm would try "cpu" first and wait
+
+
+def test_long_or_odd_names_are_cut_and_cleaned_to_the_wires_bounds():
+    odd = replace(held("j"), user="u" * 300, name="n\x1b[2J" + "x" * 2000)
+    request, _ = dispatch_request(site_state(odd), shadow=False, extensions={})
+    (job,) = request.queued
+    assert len(job.user) == 256 and len(job.name) == 1024 and "\x1b" not in job.name
