@@ -5,7 +5,7 @@ it may use."""
 from __future__ import annotations
 
 from cpsched.core.problem import Amounts, Job, Snapshot
-from cpsched.core.site import ineligible_reason, node_choices
+from cpsched.core.site import ineligible_reason, node_choices, reservations_in_the_way
 
 
 def usable_nodes(snapshot: Snapshot, job: Job) -> list[int]:
@@ -43,14 +43,11 @@ def rule_reasons(snapshot: Snapshot, job: Job) -> list[str]:
         reasons.append(f"needs node features {c.features.text!r}")
     if c is not None and c.reservation:
         reasons.append(f"runs only in reservation {c.reservation}")
-    for r in site.reservations:
-        if r.name != (c.reservation if c is not None else "") and (
-            r.start < now + job.time_limit and now < r.end
-        ):
-            reasons.append(
-                f"its limit ({job.time_limit} s) would run into reservation {r.name} "
-                f"[{r.start}, {r.end}) on {len(r.nodes)} node(s)"
-            )
+    for r in reservations_in_the_way(c, job.time_limit, site, now):
+        reasons.append(
+            f"its limit ({job.time_limit} s) would run into reservation {r.name} "
+            f"[{r.start}, {r.end}) on {len(r.nodes)} node(s)"
+        )
     if c is not None and c.exclusive:
         whole = sum(1 for n in usable if snapshot.free[n] == snapshot.nodes[n].capacity)
         reasons.append(f"exclusive: needs wholly free nodes ({whole} of those it may use are)")

@@ -279,17 +279,22 @@ def node_choices(
     return choices
 
 
+def reservations_in_the_way(
+    constraints: Constraints | None, time_limit: int, site: Site, now: int
+) -> list[Reservation]:
+    """The reservations a job does not belong to whose window its run from ``now`` to
+    its limit would meet."""
+    mine = constraints.reservation if constraints is not None else ""
+    end = now + time_limit
+    return [r for r in site.reservations if r.name != mine and r.start < end and now < r.end]
+
+
 def _reserved_for_others(
     constraints: Constraints | None, time_limit: int, site: Site, now: int
 ) -> NodeSet:
-    """Nodes of reservations the job does not belong to whose window its run would meet."""
-    mine = constraints.reservation if constraints is not None else ""
-    end = now + time_limit
-    blocked: set[int] = set()
-    for reservation in site.reservations:
-        if reservation.name != mine and reservation.start < end and now < reservation.end:
-            blocked.update(reservation.nodes)
-    return frozenset(blocked)
+    """Nodes of the reservations in the job's way."""
+    in_the_way = reservations_in_the_way(constraints, time_limit, site, now)
+    return frozenset(n for reservation in in_the_way for n in reservation.nodes)
 
 
 def _reservation(site: Site, name: str) -> Reservation:

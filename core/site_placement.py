@@ -31,6 +31,7 @@ class SitePlacement:
         self.inner = inner
         self.name = inner.name
         self._site: Site = NO_SITE
+        self._no_site = True  # self._site.empty, read per placement: kept, not derived
         self._now = 0
         self._nodes: tuple[Node, ...] = ()
         self._features: tuple[frozenset[str], ...] = ()
@@ -41,6 +42,7 @@ class SitePlacement:
         if observe is not None:
             observe(snapshot, durations)
         self._site = snapshot.site
+        self._no_site = snapshot.site.empty
         self._now = snapshot.time
         if snapshot.nodes is not self._nodes:
             self._nodes = snapshot.nodes
@@ -49,10 +51,10 @@ class SitePlacement:
 
     def restricts(self, job: Job) -> bool:
         """Whether some rule may keep ``job`` from some nodes in this call."""
-        return job.constraints is not None or not self._site.empty
+        return job.constraints is not None or not self._no_site
 
     def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
-        if job.constraints is None and self._site.empty:
+        if job.constraints is None and self._no_site:
             return self.inner.place(job, free)
         choices = self._choices.get(job.id)
         if choices is None:
