@@ -43,7 +43,6 @@ def backfill_with_depth(
     profile = Profile(
         snapshot.time, FreeCapacity.of(snapshot), running_releases(snapshot, durations, [], [])
     )
-    now_free = profile.free[0]
     starts: list[Start] = []
     planned: dict[str, int] = {}
     notes: list[str] = []
@@ -66,7 +65,7 @@ def backfill_with_depth(
     if shortest_backfilled_first:
         rest.sort(key=lambda job: durations[job.id])
     for job in rest:
-        if not now_free.fits_total(job.request):
+        if not profile.fits_now_total(job.request):
             continue
         duration = max(1, durations[job.id])
         found = profile.earliest(job, duration, allocator, now_only=True)
