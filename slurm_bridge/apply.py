@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from cpsched.slurm_bridge.backend import WorkloadManager
 from cpsched.slurm_bridge.eligibility import held_back
 from cpsched.slurm_bridge.errors import CommandError
+from cpsched.slurm_bridge.limits import SiteLimits, add_use, over_limit, usage_of
 from cpsched.slurm_bridge.model import Amounts, ClusterState, JobView, NodeView
 from cpsched.wire.schemas import DecisionOut
 
@@ -214,6 +215,8 @@ def apply_decision(
     are not in Slurm's figures yet, but are promised."""
     result = ApplyResult()
     promised: dict[str, Amounts] = {}  # released earlier, not running yet
+    limits = state.limits or SiteLimits()
+    used = usage_of(state.jobs)  # of Slurm's limits (released jobs in), and this cycle's starts
     for job_id, allocation in (starting or {}).items():
         pending = state.job(job_id)
         if pending is not None and pending.state == "pending" and not pending.held_for_us:
@@ -230,6 +233,8 @@ def apply_decision(
         if job is not None:
             _add(upcoming, job, start.allocation, -1)
         why = check_start(job, start.allocation, state, _sum(promised, started_here))
+        if why is None and job is not None and (over := over_limit(job, limits, used)):
+            why = f"Slurm would hold it back ({over}) beside the jobs started before it"
         if why is not None or job is None:
             result.refused[start.job_id] = why or "unknown job"
             log.warning("start refused", extra={"job": start.job_id, "why": why})
@@ -262,8 +267,16 @@ def apply_decision(
             log.error("start failed", extra={"job": job.id, "error": str(exc)})
             continue
         _add(started_here, job, start.allocation, 1)
+        add_use(used, job)
         result.started[job.id] = dict(start.allocation)
         log.info("started", extra={"job": job.id, "allocation": start.allocation})
+    _apply_extensions(decision, state, backend, result)
+    return result
+
+
+def _apply_extensions(
+    decision: DecisionOut, state: ClusterState, backend: WorkloadManager, result: ApplyResult
+) -> None:
     for extension in decision.extensions:
         job = state.job(extension.job_id)
         if job is None or job.state != "running":
@@ -285,4 +298,3 @@ def apply_decision(
             "time limit extended",
             extra={"job": job.id, "limit_s": extension.new_time_limit, "reason": extension.reason},
         )
-    return result

@@ -7,7 +7,10 @@ decision applier and the shadow recorder only read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from cpsched.slurm_bridge.limits import SiteLimits
 
 NodeStateName = Literal["up", "drain", "down", "reserved"]
 Amounts = dict[str, int]
@@ -72,6 +75,8 @@ class JobRules:
     """What it still waits for (Slurm's ``afterok:12(unfulfilled)``); "" when nothing."""
     begin: int | None = None
     """Not before this time (``--begin``), epoch seconds."""
+    qos: str = ""
+    account: str = ""
     blocked: str = ""
     """Another rule the workload manager says the job breaks now (a QOS or association
     limit, a partition down...), in its words; "" when none."""
@@ -126,6 +131,8 @@ class ClusterState:
     notes: tuple[str, ...] = ()
     partitions: dict[str, PartitionView] = field(default_factory=dict)
     reservations: tuple[ReservationView, ...] = ()
+    limits: SiteLimits | None = None
+    """Slurm's QOS and association limits, where the bridge reads them."""
 
     @property
     def running(self) -> list[JobView]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,14 @@ from pathlib import Path
 from cpsched.slurm_bridge import hostlist, slurm_json, slurm_text
 from cpsched.slurm_bridge.errors import CommandError, StateParseError
 from cpsched.slurm_bridge.finished import parse_sacct, sacct_argv
+from cpsched.slurm_bridge.limits import (
+    SiteLimits,
+    assoc_argv,
+    hold_back_over_limits,
+    parse_assocs,
+    parse_qos,
+    qos_argv,
+)
 from cpsched.slurm_bridge.model import ClusterState, JobView, PartitionView, ReservationView
 from cpsched.slurm_bridge.runner import Runner
 from cpsched.slurm_bridge.slurm_common import (
@@ -27,6 +36,7 @@ log = logging.getLogger("slurm_bridge.slurm")
 EPOCH_TIMES = {"SLURM_TIME_FORMAT": "%s"}
 PARTITIONS_TTL_S = 60.0
 RESERVATIONS_TTL_S = 10.0
+LIMITS_TTL_S = 60.0
 """Partitions change by hand, rarely; a reservation may be made at any time, and the
 bridge must not pin a job into its window for long (Slurm itself would not start it
 there: it would wait on its pinned nodes until the bridge re-holds it)."""
@@ -47,6 +57,8 @@ class SlurmBackend:
     _finished_source_found: str | None = None
     _partitions: tuple[float, dict[str, PartitionView]] | None = None
     _reservations: tuple[float, tuple[ReservationView, ...]] | None = None
+    _limits: tuple[float, SiteLimits] | None = None
+    _cluster_name: str | None = None
 
     def _cmd(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
@@ -69,6 +81,31 @@ class SlurmBackend:
             )
             self._reservations = (now, parse_reservations(text))
         return self._reservations[1]
+
+    def _site_limits(self) -> SiteLimits:
+        """QOS and association limits (``sacctmgr``), read once a minute: they change by
+        hand. Without accounting there are none; when a read fails (slurmdbd down) the
+        last ones read are kept, and Slurm goes on enforcing them anyway."""
+        now = time.monotonic()
+        if self._limits is not None and now - self._limits[0] < LIMITS_TTL_S:
+            return self._limits[1]
+        try:
+            sacctmgr = self._cmd("sacctmgr")
+            qos = parse_qos(self.runner.run(qos_argv(sacctmgr)))
+            assocs = parse_assocs(self.runner.run(assoc_argv(sacctmgr)), self._slurm_cluster())
+            limits = SiteLimits(qos, assocs)
+        except CommandError as exc:
+            limits = self._limits[1] if self._limits is not None else SiteLimits()
+            log.info("QOS and association limits not read: %s", exc)
+        self._limits = (now, limits)
+        return limits
+
+    def _slurm_cluster(self) -> str:
+        if self._cluster_name is None:
+            config = self.runner.run([self._cmd("scontrol"), "show", "config"])
+            found = re.search(r"^ClusterName\s*=\s*(\S+)", config, re.MULTILINE)
+            self._cluster_name = found.group(1) if found else ""
+        return self._cluster_name
 
     def read_state(self) -> ClusterState:
         now = int(time.time())
@@ -111,13 +148,15 @@ class SlurmBackend:
         partitions: dict[str, PartitionView],
         notes: list[str],
     ) -> ClusterState:
+        limits = self._site_limits()
         return ClusterState(
             time=now,
             nodes=nodes,
-            jobs=jobs,
+            jobs=hold_back_over_limits(jobs, limits),
             notes=tuple(notes),
             partitions=partitions,
             reservations=self._reservation_views(),
+            limits=limits,
         )
 
     def _from_json(

@@ -69,6 +69,8 @@ def job_rules(raw: Doc, request: SlurmRequest) -> JobRules:
         reservation=str(raw.get("resv_name") or ""),
         dependency="" if dependency == "(null)" else dependency,
         begin=_int(raw.get("eligible_time")) or None,
+        qos=str(raw.get("qos") or ""),
+        account=str(raw.get("account") or ""),
         blocked=slurm_blocked(str(raw.get("state_reason") or "")),
     )
 

@@ -142,6 +142,8 @@ def _rules(line: str) -> JobRules:
         reservation=_value(line, "Reservation"),
         dependency=_value(line, "Dependency"),
         begin=int(begin) if begin.isdigit() else None,
+        qos=_value(line, "QOS"),
+        account=_value(line, "Account"),
     )
 
 

@@ -166,3 +166,43 @@ def test_nothing_is_placed_across_a_reservation_window(
     )
     pending = answer.json()["pending"]
     assert any("reservation window" in rule for rule in pending["rules"]), pending
+
+
+def test_a_job_over_its_qos_limit_waits_held_until_the_limit_allows_it(
+    slurm_testbed: Testbed, cpsched_service: LocalService, tmp_path: Path
+) -> None:
+    """QOS ``capped`` allows a user 4 CPUs at once (MaxTRESPerUser, slurmdbd enforcing).
+    A held job shows Slurm's hold as its reason, never the limit: the bridge reads the
+    limit itself, so the second 4-CPU job is sent as not eligible and stays held while
+    the first runs, and is started once the first has ended."""
+    bed = slurm_testbed
+    bridge = bridge_for(cpsched_service, bed, tmp_path)
+    first = bed.sbatch("-p", "cpu", "--qos=capped", "-n", "4", script="sleep 6")
+    second = bed.sbatch("-p", "cpu", "--qos=capped", "-n", "4", script="sleep 6")
+    bed.wait_visible([first, second])
+    report = cycle(bridge)
+    assert report.applied is not None
+    started = set(report.applied.started)
+    # Both fit on the two 4-CPU nodes, but not together within the QOS's 4 CPUs: one
+    # starts, the other is refused before anything is run (the same cycle's tally).
+    assert len(started & {first, second}) == 1, report
+    waiting = second if first in started else first
+    still_held(bed, waiting)
+    assert "QOSMaxCpuPerUserLimit" in report.applied.refused.get(waiting, ""), report
+    report = cycle(bridge)  # now the running job counts against the limit
+    assert report.applied is not None and waiting not in report.applied.started
+    still_held(bed, waiting)
+    answer = httpx.get(
+        f"{cpsched_service.url}/v1/clusters/testbed/jobs/{waiting}",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+    assert "QOSMaxCpuPerUserLimit" in str(answer.json()["pending"]), answer.json()
+    running = first if waiting == second else second
+    bed.wait_state(running, {"COMPLETED", "GONE"}, 30)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        report = cycle(bridge)
+        if report.applied is not None and waiting in report.applied.started:
+            break
+        time.sleep(1)
+    assert ran_on(bed, waiting) <= {"node1", "node2"}

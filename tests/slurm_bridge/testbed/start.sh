@@ -12,12 +12,18 @@
 #     every job but those of partition shadowq, left to Slurm) and its cpsched-wake as
 #     EpilogSlurmctld, both touching $TB/wake ("" = no external-scheduler hold)
 #   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
+#   WITH_DBD=1 (default): also slurmdbd on DBD_PORT, storing in the local MariaDB
+#     (127.0.0.1:3306, root, no password; database slurm_tb_$CTLD_PORT), with limits
+#     enforced: account research with users root and nobody, QOS normal and capped
+#     (MaxTRESPerUser cpu=4, root only)
 set -euo pipefail
 TB=${1:?usage: start.sh TESTBED_DIR}
 CPU_NODES=${CPU_NODES:-2}
 GPU_NODES=${GPU_NODES:-2}
 CTLD_PORT=${CTLD_PORT:-16817}
 SLURMD_BASE_PORT=${SLURMD_BASE_PORT:-17001}
+WITH_DBD=${WITH_DBD:-1}
+DBD_PORT=${DBD_PORT:-$((CTLD_PORT + 1))}
 KIT_DIR=${KIT_DIR-}
 HOST=$(hostname -s)
 export SLURM_CONF=$TB/etc/slurm.conf
@@ -39,7 +45,8 @@ wait_for() {  # wait_for <seconds> <description> <command...>
 
 # ---- packages (Debian's Slurm 22.05), installed only when missing ------------------
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
-   || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null; then
+   || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null \
+   || { [ "$WITH_DBD" = 1 ] && ! command -v slurmdbd >/dev/null; }; then
   command -v apt-get >/dev/null || die "Slurm is not installed and apt-get is unavailable"
   # keep the packages' maintainer scripts from starting system daemons
   # (a policy-rc.d already there, e.g. a container's own, is left as it is)
@@ -52,7 +59,7 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || die "apt-get update failed"
   apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge \
-    slurmrestd >/dev/null || die "apt-get install of Slurm failed"
+    slurmrestd slurmdbd >/dev/null || die "apt-get install of Slurm failed"
   trap - EXIT
   if [ -n "$CREATED_POLICY" ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
@@ -88,6 +95,31 @@ for i in $(seq 1 "$GPU_NODES"); do
   NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=8 RealMemory=8000 Gres=gpu:2 Features=ampere,ib State=UNKNOWN"$'\n'
   port=$((port + 1))
 done
+ACCOUNTING="AccountingStorageType=accounting_storage/none"
+if [ "$WITH_DBD" = 1 ]; then
+  ACCOUNTING="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$DBD_PORT
+AccountingStoragePass=$MSOCK
+AccountingStorageEnforce=associations,limits,qos"
+  # slurmdbd wants its file private to SlurmUser
+  cat > "$TB/etc/slurmdbd.conf" <<DBD
+AuthType=auth/munge
+AuthInfo=socket=$MSOCK
+DbdAddr=127.0.0.1
+DbdHost=$HOST
+DbdPort=$DBD_PORT
+SlurmUser=root
+LogFile=$TB/log/slurmdbd.log
+PidFile=$TB/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=3306
+StorageUser=root
+StorageLoc=slurm_tb_$CTLD_PORT
+DBD
+  chmod 600 "$TB/etc/slurmdbd.conf"
+fi
 JOBSUBMIT=""; EPILOG=""
 if [ -n "$KIT_DIR" ]; then
   sed -e 's/^local UNMANAGED_PARTITIONS = {}/local UNMANAGED_PARTITIONS = { shadowq = true }/' \
@@ -122,7 +154,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$ACCOUNTING
 JobCompType=jobcomp/filetxt
 JobCompLoc=$TB/log/jobcomp.txt
 $JOBSUBMIT
@@ -154,6 +186,21 @@ else
   : > "$TB/etc/gres.conf"
 fi
 echo "export SLURM_CONF=$SLURM_CONF" > "$TB/env.sh"
+
+# ---- slurmdbd and the accounts, limits and QOS the site-policy tests use -----------
+if [ "$WITH_DBD" = 1 ]; then
+  mariadb -h 127.0.0.1 -u root -e "DROP DATABASE IF EXISTS slurm_tb_$CTLD_PORT" \
+    || die "MariaDB on 127.0.0.1:3306 (root, no password) is needed for slurmdbd"
+  slurmdbd
+  wait_for 60 slurmdbd timeout 5 sacctmgr -n show cluster
+  sacctmgr -i add cluster testbed >/dev/null
+  sacctmgr -i add account research cluster=testbed >/dev/null
+  sacctmgr -i add qos capped MaxTRESPerUser=cpu=4 >/dev/null
+  sacctmgr -i add user root account=research cluster=testbed qos=normal,capped \
+    defaultqos=normal >/dev/null
+  sacctmgr -i modify user root set defaultaccount=research >/dev/null
+  sacctmgr -i add user nobody account=research cluster=testbed >/dev/null  # a plain user
+fi
 
 # ---- slurmctld, then one slurmd per fake node (each daemonizes and writes its pid) --
 slurmctld -i

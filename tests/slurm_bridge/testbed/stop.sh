@@ -39,6 +39,11 @@ fi
 stop_group slurmrestd "$TB/run/slurmrestd.pid"
 stop_group slurmd "$TB"/run/slurmd-*.pid
 stop_group slurmctld "$TB/run/slurmctld.pid"
+stop_group slurmdbd "$TB/run/slurmdbd.pid"
+if [ -f "$TB/etc/slurmdbd.conf" ]; then
+  db=$(sed -n 's/^StorageLoc=//p' "$TB/etc/slurmdbd.conf")
+  [ -n "$db" ] && mariadb -h 127.0.0.1 -u root -e "DROP DATABASE IF EXISTS $db" 2>/dev/null
+fi
 stop_group munged "$TB/munge/munged.pid"
 rm -f "$TB/run/rest.sock"
 echo "testbed stopped"
