@@ -63,12 +63,14 @@ class SiteLimits:
     qos: dict[str, QosLimits] = field(default_factory=dict)
     assocs: dict[tuple[str, str], AssocLimits] = field(default_factory=dict)
     """(account, user) → limits; user "" is the account's own association."""
+    qos_priority: dict[str, int] = field(default_factory=dict)
+    """Each QOS's priority (for the multifactor priority's QOS factor)."""
 
     def __bool__(self) -> bool:
         return bool(self.qos) or bool(self.assocs)
 
 
-QOS_FORMAT = "Name,GrpTRES,GrpJobs,MaxTRESPU,MaxJobsPU,MaxTRESPA,MaxJobsPA,MaxTRES"
+QOS_FORMAT = "Name,GrpTRES,GrpJobs,MaxTRESPU,MaxJobsPU,MaxTRESPA,MaxJobsPA,MaxTRES,Priority"
 ASSOC_FORMAT = "Cluster,Account,User,Partition,GrpTRES,GrpJobs,MaxJobs,MaxTRES"
 
 
@@ -111,6 +113,16 @@ def parse_qos(text: str) -> dict[str, QosLimits]:
         )
         if limits.whole or limits.per_user or limits.per_account or limits.per_job:
             found[name] = limits
+    return found
+
+
+def parse_qos_priority(text: str) -> dict[str, int]:
+    """The same listing → QOS name → its priority."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        cols = line.split("|")
+        if len(cols) >= 9 and cols[0] and cols[8].strip().isdigit():
+            found[cols[0]] = int(cols[8])
     return found
 
 

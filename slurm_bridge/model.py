@@ -90,6 +90,8 @@ class PartitionView:
     max_nodes: int | None = None
     exclusive: bool = False
     """Every job takes whole nodes here (Slurm's ``OverSubscribe=EXCLUSIVE``)."""
+    priority_job_factor: int = 1
+    """Slurm's ``PriorityJobFactor``: the partition factor of the multifactor priority."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cpsched.slurm_bridge import hostlist, slurm_json, slurm_text
@@ -20,10 +19,19 @@ from cpsched.slurm_bridge.limits import (
     hold_back_over_limits,
     parse_assocs,
     parse_qos,
+    parse_qos_priority,
     qos_argv,
 )
 from cpsched.slurm_bridge.model import ClusterState, JobView, PartitionView, ReservationView
 from cpsched.slurm_bridge.runner import Runner
+from cpsched.slurm_bridge.site_priority import (
+    SSHARE_ARGV_TAIL,
+    PriorityInputs,
+    config_values,
+    multifactor,
+    parse_fairshare,
+    weights_of,
+)
 from cpsched.slurm_bridge.slurm_common import (
     parse_partitions,
     parse_reservations,
@@ -58,7 +66,8 @@ class SlurmBackend:
     _partitions: tuple[float, dict[str, PartitionView]] | None = None
     _reservations: tuple[float, tuple[ReservationView, ...]] | None = None
     _limits: tuple[float, SiteLimits] | None = None
-    _cluster_name: str | None = None
+    _config: tuple[float, dict[str, str]] | None = None
+    _fairshare: tuple[float, dict[tuple[str, str], float]] | None = None
 
     def _cmd(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
@@ -91,21 +100,55 @@ class SlurmBackend:
             return self._limits[1]
         try:
             sacctmgr = self._cmd("sacctmgr")
-            qos = parse_qos(self.runner.run(qos_argv(sacctmgr)))
-            assocs = parse_assocs(self.runner.run(assoc_argv(sacctmgr)), self._slurm_cluster())
-            limits = SiteLimits(qos, assocs)
+            qos_text = self.runner.run(qos_argv(sacctmgr))
+            cluster = self._slurm_config().get("ClusterName", "")
+            assocs = parse_assocs(self.runner.run(assoc_argv(sacctmgr)), cluster)
+            limits = SiteLimits(parse_qos(qos_text), assocs, parse_qos_priority(qos_text))
         except CommandError as exc:
             limits = self._limits[1] if self._limits is not None else SiteLimits()
             log.info("QOS and association limits not read: %s", exc)
         self._limits = (now, limits)
         return limits
 
-    def _slurm_cluster(self) -> str:
-        if self._cluster_name is None:
-            config = self.runner.run([self._cmd("scontrol"), "show", "config"])
-            found = re.search(r"^ClusterName\s*=\s*(\S+)", config, re.MULTILINE)
-            self._cluster_name = found.group(1) if found else ""
-        return self._cluster_name
+    def _slurm_config(self) -> dict[str, str]:
+        """``scontrol show config``, read once a minute (weights change on reconfigure)."""
+        now = time.monotonic()
+        if self._config is None or now - self._config[0] >= LIMITS_TTL_S:
+            try:
+                text = self.runner.run([self._cmd("scontrol"), "show", "config"])
+                self._config = (now, config_values(text))
+            except CommandError as exc:
+                log.info("scontrol show config failed: %s", exc)
+                self._config = (now, self._config[1] if self._config else {})
+        return self._config[1]
+
+    def _fairshare_factors(self) -> dict[tuple[str, str], float]:
+        now = time.monotonic()
+        if self._fairshare is None or now - self._fairshare[0] >= LIMITS_TTL_S:
+            try:
+                text = self.runner.run([self._cmd("sshare"), *SSHARE_ARGV_TAIL])
+                self._fairshare = (now, parse_fairshare(text))
+            except CommandError as exc:
+                log.info("sshare failed: %s", exc)
+                self._fairshare = (now, self._fairshare[1] if self._fairshare else {})
+        return self._fairshare[1]
+
+    def _priority_inputs(
+        self, nodes: dict, partitions: dict[str, PartitionView], limits: SiteLimits
+    ) -> PriorityInputs | None:
+        """What Slurm's multifactor priority of a held job is computed from; None when the
+        site does not use priority/multifactor."""
+        weights = weights_of(self._slurm_config())
+        if weights is None:
+            return None
+        return PriorityInputs(
+            weights=weights,
+            fairshare=self._fairshare_factors() if weights.fairshare else {},
+            qos_priority=limits.qos_priority,
+            partition_factor={n: p.priority_job_factor for n, p in partitions.items()},
+            total_nodes=len(nodes),
+            total_cpus=sum(node.capacity.get("cpu", 0) for node in nodes.values()),
+        )
 
     def read_state(self) -> ClusterState:
         now = int(time.time())
@@ -149,10 +192,17 @@ class SlurmBackend:
         notes: list[str],
     ) -> ClusterState:
         limits = self._site_limits()
+        jobs = hold_back_over_limits(jobs, limits)
+        inputs = self._priority_inputs(nodes, partitions, limits)
+        if inputs is not None:  # the priority Slurm would give the jobs it holds for us
+            jobs = [
+                replace(job, priority=multifactor(job, now, inputs)) if job.held_for_us else job
+                for job in jobs
+            ]
         return ClusterState(
             time=now,
             nodes=nodes,
-            jobs=hold_back_over_limits(jobs, limits),
+            jobs=jobs,
             notes=tuple(notes),
             partitions=partitions,
             reservations=self._reservation_views(),

@@ -104,6 +104,9 @@ def parse_partitions(scontrol_show_partition: str) -> dict[str, PartitionView]:
             max_time_s=max_time * 60 if max_time is not None else None,
             max_nodes=int(max_nodes) if max_nodes.isdigit() else None,
             exclusive=f.get("OverSubscribe", "").upper() == "EXCLUSIVE",
+            priority_job_factor=int(factor)
+            if (factor := f.get("PriorityJobFactor", "1")).isdigit()
+            else 1,
         )
     return partitions
 

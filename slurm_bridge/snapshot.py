@@ -57,8 +57,8 @@ def _rule_fields(job: JobView, state: ClusterState, declared: set[str]) -> dict[
     if rules.reservation:
         fields["reservation"] = rules.reservation
     if job.priority > 0:
-        # Slurm's own (multifactor) priority: only jobs Slurm holds no hold on have one;
-        # a job held for cpsched shows 0, so in active mode the site's order is unknown.
+        # Slurm's own (multifactor) priority; for a job held for cpsched (0 in Slurm) the
+        # one the bridge computed as Slurm's multifactor plugin would (site_priority.py).
         fields["priority"] = job.priority
     why = held_back(job, state.time)
     if why is not None:

@@ -206,3 +206,40 @@ def test_a_job_over_its_qos_limit_waits_held_until_the_limit_allows_it(
             break
         time.sleep(1)
     assert ran_on(bed, waiting) <= {"node1", "node2"}
+
+
+def test_a_held_job_gets_the_priority_slurm_gives_the_same_job_unheld(
+    slurm_testbed: Testbed, cpsched_service: LocalService, tmp_path: Path
+) -> None:
+    """Slurm gives a job held for cpsched priority 0 and no factors; the bridge computes
+    the multifactor priority (the test bed weights every factor). The same job submitted
+    to shadowq, which Slurm schedules itself, shows the priority Slurm computes: the two
+    agree. Both begin in an hour, so their age factors are 0 and equal."""
+    bed = slurm_testbed
+    bridge = bridge_for(cpsched_service, bed, tmp_path)
+    args = ("--qos=capped", "-n", "2", "--begin=now+3600")
+    unheld = bed.sbatch("-p", "shadowq", *args, script="true")
+    held = bed.sbatch("-p", "batch", *args, script="true")
+    small = bed.sbatch(
+        "-p", "shadowq", "--qos=normal", "-n", "1", "--begin=now+3600", script="true"
+    )
+    held_small = bed.sbatch(
+        "-p", "batch", "--qos=normal", "-n", "1", "--begin=now+3600", script="true"
+    )
+    bed.wait_visible([unheld, held, small, held_small])
+    still_held(bed, held)
+    # Slurm computes priorities in its periodic pass too: wait for the unheld jobs'.
+    end = time.monotonic() + 30
+    while time.monotonic() < end and "0" in {
+        bed.job(unheld)["priority"],
+        bed.job(small)["priority"],
+    }:
+        time.sleep(0.5)
+    state = bridge.backend.read_state()
+    computed = {job.id: job.priority for job in state.jobs}
+    assert abs(computed[held] - int(bed.job(unheld)["priority"])) <= 1, (computed, bed.job(unheld))
+    assert abs(computed[held_small] - int(bed.job(small)["priority"])) <= 1, (
+        computed,
+        bed.job(small),
+    )
+    assert computed[held] > computed[held_small]  # the capped QOS's priority is higher

@@ -15,7 +15,7 @@
 #   WITH_DBD=1 (default): also slurmdbd on DBD_PORT, storing in the local MariaDB
 #     (127.0.0.1:3306, root, no password; database slurm_tb_$CTLD_PORT), with limits
 #     enforced: account research with users root and nobody, QOS normal and capped
-#     (MaxTRESPerUser cpu=4, root only)
+#     (MaxTRESPerUser cpu=4, root only); priority/multifactor with every factor weighted
 set -euo pipefail
 TB=${1:?usage: start.sh TESTBED_DIR}
 CPU_NODES=${CPU_NODES:-2}
@@ -160,6 +160,13 @@ JobCompLoc=$TB/log/jobcomp.txt
 $JOBSUBMIT
 $EPILOG
 SchedulerType=sched/backfill
+PriorityType=priority/multifactor
+PriorityMaxAge=1-0
+PriorityWeightAge=1000
+PriorityWeightFairShare=10000
+PriorityWeightJobSize=1000
+PriorityWeightPartition=1000
+PriorityWeightQOS=2000
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=256
@@ -195,7 +202,8 @@ if [ "$WITH_DBD" = 1 ]; then
   wait_for 60 slurmdbd timeout 5 sacctmgr -n show cluster
   sacctmgr -i add cluster testbed >/dev/null
   sacctmgr -i add account research cluster=testbed >/dev/null
-  sacctmgr -i add qos capped MaxTRESPerUser=cpu=4 >/dev/null
+  sacctmgr -i add qos capped MaxTRESPerUser=cpu=4 Priority=100 >/dev/null
+  sacctmgr -i modify qos normal set Priority=50 >/dev/null
   sacctmgr -i add user root account=research cluster=testbed qos=normal,capped \
     defaultqos=normal >/dev/null
   sacctmgr -i modify user root set defaultaccount=research >/dev/null
