@@ -68,6 +68,7 @@ class SlurmBackend:
     _limits: tuple[float, SiteLimits] | None = None
     _config: tuple[float, dict[str, str]] | None = None
     _fairshare: tuple[float, dict[tuple[str, str], float]] | None = None
+    _told_not_modelled: bool = False
 
     def _cmd(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
@@ -141,6 +142,12 @@ class SlurmBackend:
         weights = weights_of(self._slurm_config())
         if weights is None:
             return None
+        if weights.not_modelled and not self._told_not_modelled:
+            self._told_not_modelled = True
+            log.warning(
+                "the priority of held jobs leaves out these multifactor settings: %s",
+                ", ".join(weights.not_modelled),
+            )
         return PriorityInputs(
             weights=weights,
             fairshare=self._fairshare_factors() if weights.fairshare else {},
