@@ -15,7 +15,9 @@ them, any other queue on the vnodes that name no queue (PBS's node-queue associa
 a job with a ``depend`` attribute waits until each job it names has ended as asked
 (``afterok``: exit 0; ``afternotok``: not 0; ``afterany``: ended; ``after``: started),
 read from the same ``qstat -x`` listing: PBS itself keeps such a job on a system hold,
-which the bridge must never take for its own.
+which the bridge must never take for its own. A queue's ``resources_max.walltime`` and
+``nodect`` (``qstat -Q -f``) are its partition's limits, and the jobs of a stopped queue
+(``started = False``) are held back.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cpsched.slurm_bridge.errors import StateParseError
@@ -53,6 +55,7 @@ _STATE = {
     "B": "running",
     "U": "pending",
 }
+QUEUES_TTL_S = 60.0
 _SIZE = re.compile(r"^(\d+)(b|kb|mb|gb|tb|w|kw|mw|gw|tw)?$", re.IGNORECASE)
 _MIB = {"b": 1 / 2**20, "kb": 1 / 1024, "mb": 1, "gb": 1024, "tb": 1024**2}
 
@@ -216,14 +219,60 @@ def unmet_dependencies(depend: str, jobs: Mapping[str, Any]) -> str:
     return ",".join(unmet)
 
 
-def queue_partitions(nodes: Mapping[str, NodeView], queues: set[str]) -> dict[str, PartitionView]:
-    """Each queue's vnodes: those naming it, else those naming no queue."""
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """What ``qstat -Q -f -F json`` says of an execution queue that the dispatch needs."""
+
+    max_walltime_s: int | None = None  # resources_max.walltime
+    max_nodes: int | None = None  # resources_max.nodect
+    started: bool = True  # a stopped queue keeps its jobs: PBS runs none of them
+
+
+def parse_queues(doc: Mapping[str, Any]) -> dict[str, QueueLimits]:
+    """``qstat -Q -f -F json`` → each execution queue's limits (route queues run nothing)."""
+    found: dict[str, QueueLimits] = {}
+    for name, raw in (doc.get("Queue") or {}).items():
+        if str(raw.get("queue_type", "Execution")).lower() != "execution":
+            continue
+        most = raw.get("resources_max") or {}
+        nodect = str(most.get("nodect") or "")
+        found[name] = QueueLimits(
+            max_walltime_s=walltime_s(most.get("walltime")),
+            max_nodes=int(nodect) if nodect.isdigit() else None,
+            started=str(raw.get("started", "True")).lower() == "true",
+        )
+    return found
+
+
+def queue_partitions(
+    nodes: Mapping[str, NodeView],
+    queues: set[str],
+    limits: Mapping[str, QueueLimits] | None = None,
+) -> dict[str, PartitionView]:
+    """Each queue's vnodes (those naming it, else those naming no queue) and limits."""
     free_for_all = tuple(name for name, node in nodes.items() if not node.partitions)
     partitions: dict[str, PartitionView] = {}
     for queue in sorted(queues):
         own = tuple(name for name, node in nodes.items() if queue in node.partitions)
-        partitions[queue] = PartitionView(queue, own or free_for_all)
+        limit = (limits or {}).get(queue, QueueLimits())
+        partitions[queue] = PartitionView(
+            queue, own or free_for_all, max_time_s=limit.max_walltime_s, max_nodes=limit.max_nodes
+        )
     return partitions
+
+
+def hold_back_in_stopped_queues(
+    jobs: list[JobView], limits: Mapping[str, QueueLimits]
+) -> list[JobView]:
+    """``jobs`` with each job of a stopped queue (``started = False``) marked as blocked:
+    PBS would run none of them, so the bridge must not either."""
+    stopped = {name for name, limit in limits.items() if not limit.started}
+    return [
+        replace(job, rules=replace(job.rules, blocked=f"queue {job.partition} is stopped"))
+        if job.state == "pending" and job.partition in stopped and not job.rules.blocked
+        else job
+        for job in jobs
+    ]
 
 
 def exec_vnode_units(exec_vnode: str) -> dict[str, int]:
@@ -328,17 +377,27 @@ class PbsBackend:
     name: str = "pbs"
     splits_tasks: bool = False
     _last: ClusterState | None = None
+    _queues: tuple[float, dict[str, QueueLimits]] | None = None
+
+    def _queue_limits(self) -> dict[str, QueueLimits]:
+        """The queues' limits, read once a minute: they change by hand, rarely."""
+        now = time.monotonic()
+        if self._queues is None or now - self._queues[0] >= QUEUES_TTL_S:
+            doc = json.loads(self.runner.run(["qstat", "-Q", "-f", "-F", "json"]))
+            self._queues = (now, parse_queues(doc))
+        return self._queues[1]
 
     def read_state(self) -> ClusterState:
         nodes_doc = json.loads(self.runner.run(["pbsnodes", "-av", "-F", "json"]))
         jobs_doc = json.loads(self.runner.run(["qstat", "-f", "-x", "-F", "json"]))
         nodes = parse_nodes(nodes_doc, self.queues)
         jobs = parse_jobs(jobs_doc, tag=self.tag, queues=self.queues, unlimited_s=self.unlimited_s)
+        limits = self._queue_limits()
         state = ClusterState(
             time=int(time.time()),
             nodes=nodes,
-            jobs=jobs,
-            partitions=queue_partitions(nodes, {j.partition for j in jobs if j.partition}),
+            jobs=hold_back_in_stopped_queues(jobs, limits),
+            partitions=queue_partitions(nodes, {j.partition for j in jobs if j.partition}, limits),
         )
         self._last = state
         return state

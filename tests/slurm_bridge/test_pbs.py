@@ -1,23 +1,30 @@
-"""PBS adapter: recorded ``qstat -f -F json`` / ``pbsnodes -av -F json`` and command lines."""
+"""PBS adapter: recorded ``qstat -f -F json`` / ``pbsnodes -av -F json`` and command lines.
+
+``qstat_Qf.json`` (``qstat -Q -f -F json``) was written by hand in the format of OpenPBS's
+documentation and the other recorded outputs, not recorded from a PBS server."""
 
 from __future__ import annotations
 
 import json
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 
 from cpsched.slurm_bridge.eligibility import held_back
 from cpsched.slurm_bridge.pbs import (
     PbsBackend,
     exec_spec,
+    hold_back_in_stopped_queues,
     parse_jobs,
     parse_nodes,
+    parse_queues,
     qalter_walltime_argv,
     qrun_argv,
     size_mib,
     walltime_s,
 )
+from cpsched.slurm_bridge.snapshot import dispatch_request
 
 FIX = Path(__file__).parent / "fixtures" / "pbs"
 KIT = Path(__file__).resolve().parents[2] / "slurm_bridge" / "kit"
@@ -33,6 +40,8 @@ class RecordingRunner:
         self.argvs.append(list(argv))
         if argv[0] == "pbsnodes":
             return (FIX / "pbsnodes_av.json").read_text()
+        if argv[0] == "qstat" and "-Q" in argv:
+            return (FIX / "qstat_Qf.json").read_text()
         if argv[0] == "qstat":
             return (FIX / "qstat_f.json").read_text()
         return ""
@@ -96,7 +105,7 @@ def test_backend_runs_release_then_qrun_with_exact_nodes() -> None:
     assert len(state.held) == 4  # 1046 among them, though its dependency is unmet
     backend.start("1043.pbs-head", {"cn02": 1, "cn01": 1})
     backend.extend("1042.pbs-head", 5 * 3600)
-    assert runner.argvs[2:] == [
+    assert runner.argvs[3:] == [  # after the three reads
         ["qrls", "-h", "s", "1043.pbs-head"],
         ["qrun", "-H", "(cn02:ncpus=8:mem=16384mb)+(cn01:ncpus=8:mem=16384mb)", "1043.pbs-head"],
         ["qalter", "-l", "walltime=05:00:00", "1042.pbs-head"],
@@ -107,6 +116,22 @@ def test_queues_confine_jobs_to_their_vnodes() -> None:
     state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
     assert state.partitions["gpuq"].nodes == ("gn01", "gn02")  # the vnodes naming gpuq
     assert set(state.partitions["workq"].nodes) == {"cn01", "cn02", "cn03"}  # naming none
+
+
+def test_queue_limits_are_the_partitions_limits_and_a_stopped_queue_runs_nothing() -> None:
+    limits = parse_queues(json.loads((FIX / "qstat_Qf.json").read_text()))
+    assert set(limits) == {"workq", "gpuq", "maint"}  # the route queue runs nothing itself
+    state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
+    assert state.partitions["workq"].max_time_s == 24 * 3600
+    assert (state.partitions["gpuq"].max_time_s, state.partitions["gpuq"].max_nodes) == (1800, 1)
+    # 1045 asks gpuq for 45 minutes, over its 30: the service will never start it there
+    request, _ = dispatch_request(state, shadow=False, extensions={})
+    gpuq = next(p for p in request.partitions or [] if p.name == "gpuq")
+    assert gpuq.max_time == 1800
+    job = next(j for j in state.jobs if j.id == "1043.pbs-head")
+    stopped = hold_back_in_stopped_queues([replace(job, partition="maint")], limits)
+    assert stopped[0].rules.blocked == "queue maint is stopped"
+    assert held_back(stopped[0], 0) == "queue maint is stopped"
 
 
 def test_exclusive_placement_and_dependencies() -> None:
