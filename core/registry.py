@@ -19,6 +19,7 @@ from cpsched.core.heuristics import (
 from cpsched.core.layout import LayingOutDispatcher
 from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
+from cpsched.core.steady_blocks import SteadyBlocks
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def make_dispatcher(
     elif name in HEURISTICS:
         order, backfill = HEURISTICS[name]
         counters = None if state is None else state.priority_counters
-        placer = SitePlacement(make_allocator(allocator, counters=counters))
+        placer = SitePlacement(SteadyBlocks(make_allocator(allocator, counters=counters)))
         ordering = ORDERS[order]
         if queue_order == "site" and order == "fcfs":
             ordering = by_site_priority  # SJF and LJF keep their own orders

@@ -21,6 +21,7 @@ from cpsched.core.cp.search import SearchConfig
 from cpsched.core.registry import CP_DISPATCHERS
 from cpsched.core.site_placement import SitePlacement
 from cpsched.core.state import DispatcherState
+from cpsched.core.steady_blocks import SteadyBlocks
 from cpsched.errors import ConfigError, UnknownPolicyError
 
 """On KTH's first 2,000 jobs (deadline 0.2 s), PCP3 without presolve: mean bounded
@@ -61,7 +62,9 @@ def make_cp_dispatcher(
         if name != "pcp3":
             raise ConfigError(f"node_symmetry applies to pcp3 only, not {name}")
         options["node_symmetry"] = True
-    placer = SitePlacement(make_allocator(allocator, counters=state.priority_counters))
+    placer = SitePlacement(
+        SteadyBlocks(make_allocator(allocator, counters=state.priority_counters))
+    )
     build: Callable[..., CPDispatcher] = kind  # the subclasses take their own options
     return build(placer, search, model, state=state, **options)
 
