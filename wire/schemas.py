@@ -26,7 +26,7 @@ _CONTROL = re.compile(PRINTABLE)
 def _printable(text: str) -> str:
     # The pattern is stated in the OpenAPI document (for clients and schemathesis); this
     # check says which character was wrong, which a pattern mismatch would not.
-    if _CONTROL.match(text) is None:
+    if _CONTROL.fullmatch(text) is None:
         bad = next(c for c in text if (c < " " and c != "\t") or c == "\x7f")
         raise ValueError(f"contains the control character {bad!r}; send printable text")
     return text
@@ -36,7 +36,7 @@ def shown(text: str, limit: int = 1000) -> str:
     """``text`` as an answer or a log line may carry it: control characters and lone
     surrogates escaped (a client's bytes quoted in an error message must not break the
     answer's encoding), at most ``limit`` characters."""
-    if not _CONTROL.match(text) or any("\ud800" <= c <= "\udfff" for c in text):
+    if not _CONTROL.fullmatch(text) or any("\ud800" <= c <= "\udfff" for c in text):
         text = "".join(
             c if " " <= c != "\x7f" and not "\ud800" <= c <= "\udfff" else repr(c)[1:-1]
             for c in text
