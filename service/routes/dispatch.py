@@ -9,9 +9,11 @@ from fastapi import APIRouter, Request, Response
 from cpsched.service.asgi import ARRIVED_SCOPE_KEY
 from cpsched.service.deps import Authorised, ClusterName, OrchestratorDep
 from cpsched.service.routes.common import ERRORS
+from cpsched.service.routes.reading import ReadInThread
 from cpsched.wire.schemas import DecisionOut, DispatchRequest
 
-router = APIRouter(prefix="/v1/clusters/{cluster}", responses=ERRORS)
+# The snapshot is read in a worker thread (up to 100,000 jobs: not on the event loop).
+router = APIRouter(prefix="/v1/clusters/{cluster}", responses=ERRORS, route_class=ReadInThread)
 
 
 @router.post(

@@ -7,9 +7,11 @@ from starlette.convertors import PathConvertor, register_url_convertor
 
 from cpsched.service.deps import Authorised, ClusterName, JobId, OrchestratorDep, Reader
 from cpsched.service.routes.common import ERRORS
+from cpsched.service.routes.reading import ReadInThread
 from cpsched.wire.schemas import FinishedAck, FinishedBatchIn, JobInfoOut
 
-router = APIRouter(prefix="/v1/clusters/{cluster}/jobs", responses=ERRORS)
+# Finished batches (up to 10,000 jobs) are read in a worker thread.
+router = APIRouter(prefix="/v1/clusters/{cluster}/jobs", responses=ERRORS, route_class=ReadInThread)
 
 
 class AnyText(PathConvertor):
