@@ -7,7 +7,9 @@ a core, limits of 10 min to a day). Every call moves the clock 10 s and replaces
 queue with new jobs, as a bridge's consecutive snapshots do. Each (size, dispatcher) gets
 a fresh service (SQLite unless --postgres), a warm-up call (every job new: not counted),
 then --calls calls. "late" counts answers over deadline + 150 ms; "fallback" answers the
-fallback gave (the service's, or the CP dispatcher's own).
+fallback gave (the service's, or the CP dispatcher's own); "healthz" the longest /healthz
+round trip while the counted calls ran (a second client asks every 20 ms): what a large
+request costs the requests beside it.
 
     .venv/bin/python bench/service_scale.py [--calls 20] [--deadline 2]
         [--sizes 1000x1000,1000x10000,1000x50000,5000x1000,5000x10000,5000x50000]
@@ -20,6 +22,7 @@ import argparse
 import json
 import random
 import tempfile
+import threading
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -96,6 +99,33 @@ def snapshots(nodes: int, queued: int, calls: int, seed: int = 1) -> list[bytes]
     return bodies
 
 
+class HealthProbe:
+    """GETs /healthz every 20 ms in a thread, noting the round trips while ``counting``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.counting = False
+        self.trips: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._probe, daemon=True)
+
+    def _probe(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=60) as client:
+            while not self._stop.wait(0.02):
+                began = time.perf_counter()
+                client.get("/healthz")
+                if self.counting:
+                    self.trips.append(time.perf_counter() - began)
+
+    def __enter__(self) -> HealthProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def run(
     nodes: int, queued: int, dispatcher: str, args: argparse.Namespace, url: str | None
 ) -> dict[str, float]:
@@ -105,9 +135,11 @@ def run(
     with (
         local_service(work, database_url=url, token=TOKEN, **defaults) as service,
         httpx.Client(base_url=service.url, timeout=600) as client,
+        HealthProbe(service.url) as probe,
     ):
         trips, late, fallbacks = [], 0, 0
         for call, body in enumerate(bodies):
+            probe.counting = call > 0
             began = time.perf_counter()
             response = client.post("/v1/clusters/scale/dispatch", content=body, headers=HEADERS)
             elapsed = time.perf_counter() - began
@@ -129,6 +161,7 @@ def run(
         "fallbacks": fallbacks,
         "calls": len(trips),
         "peak_mb": peak,
+        "healthz_ms": max(probe.trips, default=float("nan")) * 1000,
     }
 
 
@@ -147,8 +180,8 @@ def main() -> None:
         f"{'PostgreSQL' if args.postgres else 'SQLite'}; late = over deadline + 150 ms"
     )
     header = ("nodes", "queued", "body MB", "dispatcher", "p50 s", "p99 s", "max s", "late")
-    print("{:>6} {:>7} {:>8} {:>10} {:>7} {:>7} {:>7} {:>5} {:>9} {:>8}".format(
-        *header, "fallback", "peak MB"))  # fmt: skip
+    print("{:>6} {:>7} {:>8} {:>10} {:>7} {:>7} {:>7} {:>5} {:>9} {:>8} {:>10}".format(
+        *header, "fallback", "peak MB", "healthz ms"))  # fmt: skip
     for size in args.sizes.split(","):
         nodes, queued = (int(x) for x in size.split("x"))
         for dispatcher in args.dispatchers.split(","):
@@ -157,7 +190,8 @@ def main() -> None:
             print(
                 f"{nodes:>6} {queued:>7} {r['bytes'] / 1e6:>8.1f} {dispatcher:>10} "
                 f"{r['p50']:>7.3f} {r['p99']:>7.3f} {r['max']:>7.3f} {r['late']:>5} "
-                f"{r['fallbacks']:>4}/{r['calls']:<4} {r['peak_mb']:>8.0f}",
+                f"{r['fallbacks']:>4}/{r['calls']:<4} {r['peak_mb']:>8.0f} "
+                f"{r['healthz_ms']:>10.0f}",
                 flush=True,
             )
 
