@@ -47,12 +47,13 @@ class Node:
 
 
 @lru_cache(maxsize=1 << 16)
-def _derived(units: int, unit_request: Amounts) -> tuple[Amounts, Wanted]:
+def _derived(units: int, unit_request: Amounts) -> tuple[Amounts, Wanted, bool]:
     """A job's total request and requested types: read in every hot loop of the
-    dispatchers, so computed once, and shared between the many jobs of equal shape."""
+    dispatchers, so computed once, and shared between the many jobs of equal shape; and
+    whether it asks for a negative amount (checked once per shape, too)."""
     request = tuple(units * a for a in unit_request)
     wanted = tuple((r, a) for r, a in enumerate(unit_request) if a)
-    return request, wanted
+    return request, wanted, any(a < 0 for a in unit_request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +90,9 @@ class Job:
             raise SnapshotError(f"job {self.id}: units must be >= 1, got {self.units}")
         if self.time_limit < 1:
             raise SnapshotError(f"job {self.id}: time limit must be >= 1 s, got {self.time_limit}")
-        if any(a < 0 for a in self.unit_request):
+        request, wanted, negative = _derived(self.units, self.unit_request)
+        if negative:
             raise SnapshotError(f"job {self.id}: negative resource request {self.unit_request}")
-        request, wanted = _derived(self.units, self.unit_request)
         if not wanted:
             raise SnapshotError(f"job {self.id}: requests no resource at all")
         object.__setattr__(self, "request", request)

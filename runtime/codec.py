@@ -328,14 +328,20 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
     nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
     # Units of each job shape the idle machine could hold; queues repeat a few shapes.
     room: dict[tuple[tuple[int, int], ...], int] = {}
+    # What each request shape (per_unit's items) is on this snapshot's types: a queue of
+    # 100,000 jobs repeats a few dozen.
+    shapes: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}
     queued: list[Job] = []
     for wj in wire.queued:
         if wj.id in seen:
             raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
         seen.add(wj.id)
         try:
-            unit_request = _amounts(f"job {wj.id!r}", wj.per_unit, index)
-            job = core_job(wj, unit_request, names, job_constraints(wj, site))
+            shape = tuple(wj.per_unit.items())
+            amounts = shapes.get(shape)
+            if amounts is None:
+                amounts = shapes[shape] = _amounts(f"job {wj.id!r}", wj.per_unit, index)
+            job = core_job(wj, amounts, names, job_constraints(wj, site))
         except SnapshotError as exc:
             rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
             continue

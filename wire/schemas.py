@@ -26,7 +26,9 @@ _CONTROL = re.compile(PRINTABLE)
 def _printable(text: str) -> str:
     # The pattern is stated in the OpenAPI document (for clients and schemathesis); this
     # check says which character was wrong, which a pattern mismatch would not.
-    if _CONTROL.fullmatch(text) is None:
+    # isprintable (C, no regular expression) holds for almost every string; what it
+    # refuses besides control characters (a tab, some non-ASCII) goes to the pattern.
+    if not text.isprintable() and _CONTROL.fullmatch(text) is None:
         bad = next(c for c in text if (c < " " and c != "\t") or c == "\x7f")
         raise ValueError(f"contains the control character {bad!r}; send printable text")
     return text

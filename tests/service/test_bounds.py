@@ -154,8 +154,9 @@ def test_rejections_stay_small_in_the_answer_and_the_audit(make_client, database
 
 @given(st.text())
 def test_printable_text_is_what_the_stated_pattern_accepts(text):
-    # The check must accept and refuse what the pattern the OpenAPI document states does
-    # (schemathesis and clients go by it): a trailing newline too, which re's $ accepts.
+    # The check (its fast path, str.isprintable, included) must accept and refuse what the
+    # pattern the OpenAPI document states does (schemathesis and clients go by it): a
+    # trailing newline too, which re's $ accepts.
     try:
         accepted = schemas._printable(text) == text
     except ValueError:
