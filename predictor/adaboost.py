@@ -13,7 +13,8 @@ every ``retrain_every`` observations:
   running one has finished, on the newest rows; several owed refits collapse into one.
   A failed fit keeps the previous model; its exception stays on ``training_``.
   ``observe`` and ``predict`` are meant to be called from one thread; only fits run on
-  the executor's.
+  the executor's. A history observed inside :meth:`AdaBoost.rebuilding` (a restart's
+  rebuild) is fitted once, at its end.
 
 Until the first model exists, predictions come from a composed :class:`LastTwo`.
 
@@ -29,8 +30,9 @@ tried and left, are in docs/predictors.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Literal, get_args
 
 import numpy as np
@@ -134,20 +136,54 @@ class AdaBoost:
         self.training_: Future[Forest] | None = None
         """The latest background fit; tests and shutdown may wait on it."""
         self._owed = False
+        self._deferring = False
+        self._rows_from = 0
+        """While :meth:`rebuilding`: the first observation whose training row is built."""
         self._executor: ThreadPoolExecutor | None = None
 
     # -- learning ---------------------------------------------------------------------
 
     def observe(self, finished: FinishedJob) -> None:
         slot = self.observed_ % self.window
-        # As of the job's submit time: what predict saw when the job was submitted.
-        self.rows_[slot] = self.state_.row(finished.job, before=finished.job.submit)
+        if self.observed_ >= self._rows_from:  # else a rebuild's job the window drops
+            # As of the job's submit time: what predict saw when the job was submitted.
+            self.rows_[slot] = self.state_.row(finished.job, before=finished.job.submit)
         self.targets_[slot] = _target(self.target, finished.run_time, finished.job.time_limit)
         self.state_.observe(finished, self.observed_)
         self.fallback_.observe(finished)
         self.observed_ += 1
         if self.observed_ % self.retrain_every == 0:
             self._owed = True
+        if self._owed and not self._deferring:
+            self._start_training()
+
+    @contextmanager
+    def rebuilding(self, count: int) -> Iterator[None]:
+        """Observe a history of ``count`` jobs (a service's rebuild after a restart) as
+        ``count`` calls of :meth:`observe` would, except that
+
+        * no training row is built for the jobs whose row the window drops before the
+          end (what they teach the feature state is learnt all the same), so the rows
+          kept are those one by one observing gives;
+        * no fit runs on the way: refits falling due are owed, and one starts on the
+          newest rows when the block ends (in the background when ``background``; until
+          it is done, predictions come from the previous model, or from last-two as
+          before a first fit).
+
+        :class:`RuntimeError` if another number of jobs was observed inside."""
+        first = self.observed_
+        self._rows_from = first + count - self.window
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._rows_from = 0
+            self._deferring = False
+        if self.observed_ != first + count:
+            raise RuntimeError(
+                f"adaboost rebuilt from {self.observed_ - first} jobs, {count} announced: "
+                "the rows of the ones announced but not observed are missing"
+            )
         if self._owed:
             self._start_training()
 

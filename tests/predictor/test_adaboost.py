@@ -255,3 +255,44 @@ def test_recency_weights_let_a_change_of_habit_win_sooner():
 
     assert fitted(None) == 1_000
     assert fitted(50) == 5_000
+
+
+def test_a_rebuild_keeps_the_rows_one_by_one_observing_keeps_and_fits_once_at_its_end():
+    jobs = history(130)
+    live = AdaBoost(**SMALL, window=50, features=FEATURES)
+    for f in jobs:
+        live.observe(f)
+    gate = threading.Event()
+    rebuilt = GatedAdaBoost(gate, **SMALL, window=50, features=FEATURES, background=True)
+    try:
+        with rebuilt.rebuilding(len(jobs)):
+            for f in jobs:
+                rebuilt.observe(f)
+                assert rebuilt.training_ is None  # no fit on the way (20 were due)
+        # The rows of the 80 oldest jobs were never built, yet the window is the same.
+        for kept, expected in zip(rebuilt._snapshot(), live._snapshot(), strict=True):
+            assert np.array_equal(kept, expected)
+        fit = rebuilt.training_
+        assert fit is not None and not fit.done()
+        # Until that one fit is done: last-two, as before any first fit.
+        last_two = LastTwo()
+        for f in jobs:
+            last_two.observe(f)
+        assert [rebuilt.predict(j, 0) for j in probes()] == [
+            last_two.predict(j, 0) for j in probes()
+        ]
+        gate.set()
+        assert fit.result(timeout=30).trained_on == 130
+        rows, targets = live._snapshot()
+        live._fit_and_swap(rows, targets, 130)  # the same rows, fitted once
+        assert [rebuilt.predict(j, 0) for j in probes()] == [live.predict(j, 0) for j in probes()]
+    finally:
+        gate.set()
+        rebuilt.close()
+
+
+def test_a_rebuild_that_observes_fewer_jobs_than_it_announced_is_an_error():
+    p = AdaBoost(**SMALL, window=50)
+    with pytest.raises(RuntimeError, match="announced"), p.rebuilding(100):
+        for f in history(90):
+            p.observe(f)
