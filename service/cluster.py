@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from contextlib import nullcontext
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.state import DispatcherState
@@ -42,6 +43,10 @@ def build_dispatchers(
     """The configured dispatcher (learning into ``state``) and the heuristic answering
     when it cannot in time."""
     return policy.make_dispatcher(plan=True, state=state), policy.make_fallback()
+
+
+Finished = tuple[Job, int, int, str]
+"""A finished job as a rebuild gives it: the core job, its start, end and end state."""
 
 
 def finished_core_job(wire: FinishedJobIn, names: tuple[str, ...]) -> Job:
@@ -140,11 +145,29 @@ class ClusterRuntime(Cluster):
     def observe(self, jobs: Iterable[FinishedJobIn]) -> None:
         """Teach the predictor jobs that finished (in end order; censored ones skipped)."""
         for wire in sorted(jobs, key=lambda j: (j.end, j.start)):
-            censored = wire.state in CENSORED_STATES
             job = finished_core_job(wire, self.resource_names)
-            self.book.learn(job, wire.start, wire.end, censored=censored)
-            if not censored:
-                self.observed += 1
+            self.learn(job, wire.start, wire.end, wire.state)
+
+    def learn(self, job: Job, start: int, end: int, state: str) -> None:
+        """Teach the predictor one finished job (callers go in end order)."""
+        censored = state in CENSORED_STATES
+        self.book.learn(job, start, end, censored=censored)
+        if not censored:
+            self.observed += 1
+
+    def relearn(self, history: Iterable[Finished]) -> None:
+        """Rebuild the predictor from stored ``history``, observed in end order. A
+        predictor that fits models (AdaBoost) is told how many jobs it will learn: it
+        builds no training row its window would drop, and fits once, on the newest rows,
+        when the history has been observed (in the background: meanwhile it predicts as
+        before its first fit), rather than every ``retrain_every`` jobs on the way (each
+        fit then outdated at once, and competing with the rebuild for the interpreter)."""
+        jobs = sorted(history, key=lambda h: (h[2], h[1]))
+        learnt = sum(state not in CENSORED_STATES for *_, state in jobs)
+        rebuilding = getattr(self.predictor, "rebuilding", None)
+        with rebuilding(learnt) if rebuilding is not None else nullcontext():
+            for job, start, end, state in jobs:
+                self.learn(job, start, end, state)
 
     def close(self) -> None:
         close = getattr(self.predictor, "close", None)

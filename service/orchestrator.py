@@ -21,9 +21,10 @@ from dataclasses import replace
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy import Row
 from sqlalchemy.orm import Session, sessionmaker
 
-from cpsched.core import Decision, Snapshot, decision_violations
+from cpsched.core import Decision, Job, Snapshot, decision_violations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
 from cpsched.runtime.gc_pause import collector_paused
 from cpsched.service.cluster import ClusterRuntime
@@ -31,7 +32,7 @@ from cpsched.service.metrics import ERROR_BUCKETS, ServiceMetrics
 from cpsched.service.pending import pending
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history
-from cpsched.service.store.models import DecisionRow, FinishedJobRow
+from cpsched.service.store.models import DecisionRow
 from cpsched.wire.schemas import (
     AuditEntryOut,
     AuditPageOut,
@@ -91,10 +92,15 @@ class Orchestrator:
             runtime = ClusterRuntime(cluster, cluster_id, self.settings.policy(cluster))
             began = time.perf_counter()
             with self.sessions() as session:
+                # Summed first: a fit the rebuild starts in the background would compete.
+                errors = history.start_prediction_errors(session, cluster_id, ERROR_BUCKETS)
                 # What the predictor remembers, not the whole history (bounded reads).
                 rows = history.remembered(session, cluster_id, runtime.predictor.memory)
-                runtime.observe(_wire(row) for row in rows)
-                errors = history.start_prediction_errors(session, cluster_id, ERROR_BUCKETS)
+            names = runtime.resource_names
+            runtime.relearn(
+                (_stored_job(row, names), row.start_time, row.end_time, end_state(row.state))
+                for row in rows
+            )
             for predictor, counts in errors.items():  # the metric survives a restart
                 self.metrics.restore_prediction_errors(
                     cluster, predictor, counts.at_most, counts.count, counts.total
@@ -483,22 +489,24 @@ def _audit_row(
     )
 
 
-def _wire(row: FinishedJobRow) -> FinishedJobIn:
-    # Not validated again: the row was valid when stored, and a bound tightened since
-    # (user names were 1,024 characters once) must not stop a restart.
-    return FinishedJobIn.model_construct(
+def _stored_job(row: Row[Any], names: tuple[str, ...]) -> Job:
+    """The core job of a stored finished one (a row of ``history.remembered``), as
+    :func:`~cpsched.service.cluster.finished_core_job` makes it of the wire job it was.
+    Not validated again: the row was valid when stored, and a bound tightened since (user
+    names were 1,024 characters once) must not stop a restart."""
+    per_unit: dict[str, int] = row.per_unit
+    names = (*names, *(name for name in per_unit if name not in names))
+    return Job(
         id=row.job_id,
-        user=row.user_name,
-        group=row.group_name,
-        name=row.job_name,
-        partition=row.partition,
         submit=row.submit_time,
         time_limit=row.time_limit,
         units=row.units,
-        per_unit=row.per_unit,
-        start=row.start_time,
-        end=row.end_time,
-        state=end_state(row.state),
+        unit_request=tuple(per_unit.get(name, 0) for name in names),
+        user=row.user_name,
+        group=row.group_name,
+        name=row.job_name,
+        queue=row.partition,
+        resource_names=names,
     )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Insert, Table, bindparam, case, func, select, text, update
+from sqlalchemy import Insert, Row, Table, bindparam, case, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -101,15 +101,21 @@ def _row(cluster: int, job: FinishedJobIn) -> dict[str, Any]:
     }
 
 
-def history(session: Session, cluster: int, batch: int = 5000) -> Iterator[FinishedJobRow]:
-    """Every finished job of ``cluster`` in the order they ended."""
+_FINISHED = cast(Table, FinishedJobRow.__table__)
+_LEARNT = select(*(c for c in _FINISHED.c if c.name not in {"cluster_id", "received_at"}))
+"""What a predictor learns a finished job from: the columns of ``finished_jobs`` but its
+cluster and when it was received."""
+
+
+def history(session: Session, cluster: int, batch: int = 5000) -> Iterator[Row[Any]]:
+    """Every finished job of ``cluster`` in the order they ended (rows with the columns
+    of :data:`_LEARNT`)."""
     query = (
-        select(FinishedJobRow)
-        .where(FinishedJobRow.cluster_id == cluster)
-        .order_by(FinishedJobRow.end_time, FinishedJobRow.id)
+        _LEARNT.where(_FINISHED.c.cluster_id == cluster)
+        .order_by(_FINISHED.c.end_time, _FINISHED.c.id)
         .execution_options(yield_per=batch)
     )
-    yield from session.scalars(query)
+    yield from session.execute(query)
 
 
 _USERS = text(
@@ -129,26 +135,31 @@ def users(session: Session, cluster: int) -> list[str]:
     return list(session.scalars(_USERS, {"cluster": cluster}))
 
 
-def remembered(session: Session, cluster: int, memory: Memory) -> list[FinishedJobRow]:
+def remembered(session: Session, cluster: int, memory: Memory) -> list[Row[Any]]:
     """The finished jobs a predictor with ``memory`` learns from, in the order they ended:
     each user's ``per_user`` newest and the ``recent`` newest overall, each read by index,
-    so that a restart costs what the predictor remembers, not the whole history."""
+    so that a restart costs what the predictor remembers, not the whole history.
+
+    Plain rows (the columns of :data:`_LEARNT`), not ORM objects: a restart reads
+    100,000 of them (AdaBoost's window and each user's newest), which the ORM's identity
+    map and instrumentation made twice as slow."""
     if memory.per_user is None or memory.recent is None:
         return list(history(session, cluster))
-    newest_first = (FinishedJobRow.end_time.desc(), FinishedJobRow.id.desc())
-    of_cluster = select(FinishedJobRow).where(FinishedJobRow.cluster_id == cluster)
-    found: dict[int, FinishedJobRow] = {}
+    jobs = _FINISHED.c
+    newest_first = (jobs.end_time.desc(), jobs.id.desc())
+    of_cluster = _LEARNT.where(jobs.cluster_id == cluster)
+    found: dict[int, Row[Any]] = {}
     if memory.recent:
         query = of_cluster.order_by(*newest_first).limit(memory.recent)
-        found.update((row.id, row) for row in session.scalars(query))
+        found.update((row.id, row) for row in session.execute(query))
     if memory.per_user:
         per_user = (
-            of_cluster.where(FinishedJobRow.user_name == bindparam("user"))
+            of_cluster.where(jobs.user_name == bindparam("user"))
             .order_by(*newest_first)
             .limit(memory.per_user)
         )
         for user in users(session, cluster):
-            found.update((row.id, row) for row in session.scalars(per_user, {"user": user}))
+            found.update((row.id, row) for row in session.execute(per_user, {"user": user}))
     return sorted(found.values(), key=lambda row: (row.end_time, row.id))
 
 

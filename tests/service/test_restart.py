@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from cpsched.predictor.adaboost import AdaBoost
 from cpsched.service.store import history
 from tests.service.conftest import AUTH, finished, job, snapshot
 
@@ -57,3 +58,30 @@ def test_a_bounded_memory_reads_each_users_newest_and_the_newest_overall(client)
     assert [r.job_id for r in rows] == ["b27", "b28", "b29", "a25", "a26", "a27", "a28", "a29"]
     assert len(everything) == 60
     assert [r.end_time for r in everything] == sorted(r.end_time for r in everything)
+
+
+def test_adaboost_is_rebuilt_without_fitting_on_the_way_and_fits_once_after(
+    make_client, monkeypatch
+):
+    policy = {"predictor": "adaboost", "retrain_every": 10}
+    client = make_client(defaults=policy)
+    jobs = [finished(f"j{k}", 100 * k, 100 * k + 50 + 7 * k, user=f"u{k % 3}") for k in range(60)]
+    jobs.append(finished("killed", 0, 9_000, state="timeout"))  # censored: not learnt
+    ack = client.post("/v1/clusters/c1/jobs/finished", json={"jobs": jobs}, headers=AUTH).json()
+    assert ack["stored"] == 61
+    fitted_on: list[int] = []
+    fit = AdaBoost._fit
+
+    def counting(self, rows, targets, trained_on):
+        fitted_on.append(trained_on)
+        return fit(self, rows, targets, trained_on)
+
+    monkeypatch.setattr(AdaBoost, "_fit", counting)
+    restarted = make_client(defaults=policy)
+    predictor = restarted.app.state.orchestrator.runtime("c1").predictor
+    assert predictor.training_ is not None
+    predictor.training_.result(timeout=60)
+    # One fit, on all 60 learnt jobs, started once the rebuild was done: not one every
+    # ten jobs on the way (six were due).
+    assert fitted_on == [60]
+    assert predictor.model_ is not None and predictor.model_.trained_on == 60
