@@ -3,14 +3,15 @@ token post 60 MB bodies in a loop? (Before issue 20 the whole body was read and 
 before the token was checked: three such clients pushed a dispatch's p50 from 6 ms to
 238 ms and the service to 1.6 GB.)
 
-A service on SQLite (127.0.0.1 only) is measured idle, then while --attackers clients
+A service on SQLite (--postgres: on a PostgreSQL database of its own at 127.0.0.1:5432;
+127.0.0.1 only) is measured idle, then while --attackers clients
 each send --body-mb MB bodies without a token (a declared Content-Length; --chunked: no
 length) to /v1/clusters/x/dispatch for --seconds, over raw sockets: the authorised
 client's dispatch round trips (p50, p99), /healthz's (max, p99), the attack's requests
 and bytes, the service's peak memory.
 
     .venv/bin/python bench/service_hostile.py [--attackers 3] [--body-mb 60]
-        [--seconds 20] [--dispatcher easy] [--chunked]
+        [--seconds 20] [--dispatcher easy] [--chunked] [--postgres]
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import socket
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import httpx
-from service_common import HEADERS, TOKEN, peak_rss_mb, percentile
+from service_common import HEADERS, TOKEN, peak_rss_mb, percentile, postgres_database
 
 from cpsched.cli.local_service import local_service
 
@@ -120,9 +122,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--dispatcher", default="easy")
     parser.add_argument("--chunked", action="store_true")
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite.")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cpsched-hostile-"))
-    with local_service(work, token=TOKEN, dispatcher=args.dispatcher) as service:
+    with (
+        postgres_database() if args.postgres else nullcontext() as url,
+        local_service(work, database_url=url, token=TOKEN, dispatcher=args.dispatcher) as service,
+    ):
         assert service.process is not None
         measure(service.url, 2)  # warm-up
         idle = measure(service.url, args.seconds)
@@ -145,7 +151,7 @@ def main() -> None:
     print(
         f"{args.attackers} clients without a token, {args.body_mb} MB bodies "
         f"({'chunked' if args.chunked else 'Content-Length'}), {args.seconds:.0f} s each phase;"
-        f" dispatcher {args.dispatcher}"
+        f" dispatcher {args.dispatcher}; {'PostgreSQL' if args.postgres else 'SQLite'}"
     )
     print(summary("idle", idle))
     print(summary("hostile", hostile))
