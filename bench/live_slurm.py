@@ -118,6 +118,9 @@ def start_testbed(root: Path) -> dict[str, str]:
         "SLURMD_BASE_PORT": "27100",
         "KIT_DIR": str(KIT),  # job_submit.lua and cpsched-wake, touching root/wake
         "WITH_RESTD": "0",
+        # as in the runs of docs/bridge.md: no accounting, Slurm's FIFO priority
+        "WITH_DBD": "0",
+        "PRIORITY": "basic",
     }
     sh("bash", str(TESTBED / "start.sh"), str(root), env=env)
     conf = root / "etc" / "slurm.conf"

@@ -12,6 +12,7 @@
 #     every job but those of partition shadowq, left to Slurm) and its cpsched-wake as
 #     EpilogSlurmctld, both touching $TB/wake ("" = no external-scheduler hold)
 #   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
+#   PRIORITY=multifactor (default; every factor weighted) or basic (Slurm's FIFO)
 #   WITH_DBD=1 (default): also slurmdbd on DBD_PORT, storing in the local MariaDB
 #     (127.0.0.1:3306, root, no password; database slurm_tb_$CTLD_PORT), with limits
 #     enforced: account research with users root and nobody, QOS normal and capped
@@ -23,6 +24,7 @@ GPU_NODES=${GPU_NODES:-2}
 CTLD_PORT=${CTLD_PORT:-16817}
 SLURMD_BASE_PORT=${SLURMD_BASE_PORT:-17001}
 WITH_DBD=${WITH_DBD:-1}
+PRIORITY=${PRIORITY:-multifactor}
 DBD_PORT=${DBD_PORT:-$((CTLD_PORT + 1))}
 KIT_DIR=${KIT_DIR-}
 HOST=$(hostname -s)
@@ -95,6 +97,16 @@ for i in $(seq 1 "$GPU_NODES"); do
   NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=8 RealMemory=8000 Gres=gpu:2 Features=ampere,ib State=UNKNOWN"$'\n'
   port=$((port + 1))
 done
+PRIORITY_LINES="PriorityType=priority/basic"
+if [ "$PRIORITY" = multifactor ]; then
+  PRIORITY_LINES="PriorityType=priority/multifactor
+PriorityMaxAge=1-0
+PriorityWeightAge=1000
+PriorityWeightFairShare=10000
+PriorityWeightJobSize=1000
+PriorityWeightPartition=1000
+PriorityWeightQOS=2000"
+fi
 ACCOUNTING="AccountingStorageType=accounting_storage/none"
 if [ "$WITH_DBD" = 1 ]; then
   ACCOUNTING="AccountingStorageType=accounting_storage/slurmdbd
@@ -160,13 +172,7 @@ JobCompLoc=$TB/log/jobcomp.txt
 $JOBSUBMIT
 $EPILOG
 SchedulerType=sched/backfill
-PriorityType=priority/multifactor
-PriorityMaxAge=1-0
-PriorityWeightAge=1000
-PriorityWeightFairShare=10000
-PriorityWeightJobSize=1000
-PriorityWeightPartition=1000
-PriorityWeightQOS=2000
+$PRIORITY_LINES
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=256
