@@ -157,6 +157,7 @@ def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]
         **os.environ,
         "CTLD_PORT": str(free_port()),
         "SLURMD_BASE_PORT": str(free_port_block(4)),
+        "DBD_PORT": str(free_port()),
         "KIT_DIR": str(KIT),
         "SLURM_CONF": f"{tempfile_dir}/etc/slurm.conf",
     }

@@ -33,7 +33,9 @@ T0=$(date +%s%N)
 
 die() {
   echo "start.sh: $*" >&2
-  tail -n 5 "$TB"/log/slurmctld.log "$TB"/log/slurmd-*.log 2>/dev/null >&2 || true
+  tail -n 5 "$TB"/log/slurmctld.log "$TB"/log/slurmdbd.log "$TB"/log/slurmd-*.log >&2 2>/dev/null \
+    || true
+  sinfo -N -h -o '%N %T %E' >&2 2>/dev/null || true
   exit 1
 }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -224,7 +226,7 @@ for n in "${NODES[@]}"; do
   slurmd -N "$n"
 done
 nodes_up() { ! sinfo -h -N -o '%T' | grep -qvE '^(idle|mixed|allocated|completing)$'; }
-wait_for 60 "all nodes up" nodes_up
+wait_for 120 "all nodes up" nodes_up
 
 # ---- slurmrestd on a unix socket (optional: the bridge's rest state source) ----------
 if [ "${WITH_RESTD:-1}" = 1 ] && command -v slurmrestd >/dev/null; then
