@@ -42,8 +42,13 @@ def free_port() -> int:
 
 
 def free_port_block(size: int) -> int:
-    """A first port such that ``size`` consecutive ports are free (slurmd ports)."""
-    for base in range(17100, 30000, 37):
+    """A first port such that ``size`` consecutive ports are free (slurmd ports).
+
+    Each xdist worker scans its own range: two workers' test beds start at once, and a
+    block both found free before either bound it was taken twice (seen in CI)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = 17100 + 2000 * (int(worker) if worker.isdigit() else 0)
+    for base in range(first, first + 2000, 37):
         ok = True
         for port in range(base, base + size):
             with socket.socket() as sock:
