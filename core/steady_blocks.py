@@ -31,24 +31,35 @@ class SteadyBlocks:
     def __init__(self, inner: Allocator) -> None:
         self.inner = inner
         self.name = inner.name
-        self._idle: frozenset[int] = frozenset()
+        self._snapshot: Snapshot | None = None
+        self._idle: frozenset[int] | None = None
 
     def observe(self, snapshot: Snapshot, durations: Durations) -> None:
         observe = getattr(self.inner, "observe", None)
         if observe is not None:
             observe(snapshot, durations)
-        running = {node for rj in snapshot.running for node, _ in rj.allocation}
-        self._idle = frozenset(range(len(snapshot.nodes))) - running
+        self._snapshot = snapshot
+        self._idle = None  # found when a block job first needs it: replays have none
 
     def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
         allocation = self.inner.place(job, free)
         if job.layout != "block" or allocation is None or self.steady(allocation):
             return allocation
-        return steady_placement(job, free, self._idle) or allocation
+        return steady_placement(job, free, self.idle()) or allocation
+
+    def idle(self) -> frozenset[int]:
+        """The nodes no running job of the observed snapshot uses."""
+        if self._idle is None:
+            snapshot = self._snapshot
+            if snapshot is None:
+                return frozenset()
+            running = {node for rj in snapshot.running for node, _ in rj.allocation}
+            self._idle = frozenset(range(len(snapshot.nodes))) - running
+        return self._idle
 
     def steady(self, allocation: Allocation) -> bool:
         """Whether every node of ``allocation`` but the last in node order is idle."""
-        idle = self._idle
+        idle = self.idle()
         return all(node in idle for node, _ in sorted(allocation)[:-1])
 
 

@@ -40,6 +40,7 @@ from cpsched.slurm_bridge.model import (
     NodeView,
     PartitionView,
 )
+from cpsched.slurm_bridge.refresh import Refreshed
 from cpsched.slurm_bridge.runner import Runner
 
 RESOURCE_OF = {"ncpus": "cpu", "mem": "mem", "ngpus": "gpu"}
@@ -377,22 +378,22 @@ class PbsBackend:
     name: str = "pbs"
     splits_tasks: bool = False
     _last: ClusterState | None = None
-    _queues: tuple[float, dict[str, QueueLimits]] | None = None
+    _queues: Refreshed[dict[str, QueueLimits]] = field(init=False)
 
-    def _queue_limits(self) -> dict[str, QueueLimits]:
-        """The queues' limits, read once a minute: they change by hand, rarely."""
-        now = time.monotonic()
-        if self._queues is None or now - self._queues[0] >= QUEUES_TTL_S:
-            doc = json.loads(self.runner.run(["qstat", "-Q", "-f", "-F", "json"]))
-            self._queues = (now, parse_queues(doc))
-        return self._queues[1]
+    def __post_init__(self) -> None:
+        # The queues' limits change by hand, rarely.
+        self._queues = Refreshed(
+            "queues",
+            QUEUES_TTL_S,
+            lambda: parse_queues(json.loads(self.runner.run(["qstat", "-Q", "-f", "-F", "json"]))),
+        )
 
     def read_state(self) -> ClusterState:
         nodes_doc = json.loads(self.runner.run(["pbsnodes", "-av", "-F", "json"]))
         jobs_doc = json.loads(self.runner.run(["qstat", "-f", "-x", "-F", "json"]))
         nodes = parse_nodes(nodes_doc, self.queues)
         jobs = parse_jobs(jobs_doc, tag=self.tag, queues=self.queues, unlimited_s=self.unlimited_s)
-        limits = self._queue_limits()
+        limits = self._queues.get()
         state = ClusterState(
             time=int(time.time()),
             nodes=nodes,

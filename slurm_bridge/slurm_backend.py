@@ -23,6 +23,7 @@ from cpsched.slurm_bridge.limits import (
     qos_argv,
 )
 from cpsched.slurm_bridge.model import ClusterState, JobView, PartitionView, ReservationView
+from cpsched.slurm_bridge.refresh import Refreshed
 from cpsched.slurm_bridge.runner import Runner
 from cpsched.slurm_bridge.site_priority import (
     SSHARE_ARGV_TAIL,
@@ -63,83 +64,64 @@ class SlurmBackend:
     name: str = "slurm"
     splits_tasks: bool = True
     _finished_source_found: str | None = None
-    _partitions: tuple[float, dict[str, PartitionView]] | None = None
-    _reservations: tuple[float, tuple[ReservationView, ...]] | None = None
-    _limits: tuple[float, SiteLimits] | None = None
-    _config: tuple[float, dict[str, str]] | None = None
-    _fairshare: tuple[float, dict[tuple[str, str], float]] | None = None
+    _partitions: Refreshed[dict[str, PartitionView]] = field(init=False)
+    _reservations: Refreshed[tuple[ReservationView, ...]] = field(init=False)
+    _limits: Refreshed[SiteLimits] = field(init=False)
+    _config: Refreshed[dict[str, str]] = field(init=False)
+    _fairshare: Refreshed[dict[tuple[str, str], float]] = field(init=False)
     _told_not_modelled: bool = False
 
     def _cmd(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
 
+    def __post_init__(self) -> None:
+        # Partitions change by hand, rarely; a reservation may be made at any time, and
+        # the bridge must not pin a job into its window for long. Without accounting
+        # there are no limits; while slurmdbd is down the last ones read are kept.
+        scontrol = self._cmd("scontrol")
+        self._partitions = Refreshed(
+            "partitions",
+            PARTITIONS_TTL_S,
+            lambda: parse_partitions(self.runner.run([scontrol, "-o", "show", "partition"])),
+        )
+        self._reservations = Refreshed(
+            "reservations",
+            RESERVATIONS_TTL_S,
+            lambda: parse_reservations(
+                self.runner.run([scontrol, "-o", "show", "reservation"], env=EPOCH_TIMES)
+            ),
+        )
+        self._limits = Refreshed(
+            "QOS and association limits", LIMITS_TTL_S, self._read_limits, keep=SiteLimits
+        )
+        self._config = Refreshed(
+            "scontrol show config",
+            LIMITS_TTL_S,
+            lambda: config_values(self.runner.run([scontrol, "show", "config"])),
+            keep=dict,
+        )
+        self._fairshare = Refreshed(
+            "fair-share factors",
+            LIMITS_TTL_S,
+            lambda: parse_fairshare(self.runner.run([self._cmd("sshare"), *SSHARE_ARGV_TAIL])),
+            keep=dict,
+        )
+
     # ---- reading ---------------------------------------------------------------
-    def _partition_views(self) -> dict[str, PartitionView]:
-        """Partitions' nodes and limits, read once a minute: they change by hand, rarely,
-        and the read is one more RPC to slurmctld per cycle otherwise."""
-        now = time.monotonic()
-        if self._partitions is None or now - self._partitions[0] >= PARTITIONS_TTL_S:
-            text = self.runner.run([self._cmd("scontrol"), "-o", "show", "partition"])
-            self._partitions = (now, parse_partitions(text))
-        return self._partitions[1]
-
-    def _reservation_views(self) -> tuple[ReservationView, ...]:
-        now = time.monotonic()
-        if self._reservations is None or now - self._reservations[0] >= RESERVATIONS_TTL_S:
-            text = self.runner.run(
-                [self._cmd("scontrol"), "-o", "show", "reservation"], env=EPOCH_TIMES
-            )
-            self._reservations = (now, parse_reservations(text))
-        return self._reservations[1]
-
-    def _site_limits(self) -> SiteLimits:
-        """QOS and association limits (``sacctmgr``), read once a minute: they change by
-        hand. Without accounting there are none; when a read fails (slurmdbd down) the
-        last ones read are kept, and Slurm goes on enforcing them anyway."""
-        now = time.monotonic()
-        if self._limits is not None and now - self._limits[0] < LIMITS_TTL_S:
-            return self._limits[1]
-        try:
-            sacctmgr = self._cmd("sacctmgr")
-            qos_text = self.runner.run(qos_argv(sacctmgr))
-            cluster = self._slurm_config().get("ClusterName", "")
-            assocs = parse_assocs(self.runner.run(assoc_argv(sacctmgr)), cluster)
-            limits = SiteLimits(parse_qos(qos_text), assocs, parse_qos_priority(qos_text))
-        except CommandError as exc:
-            limits = self._limits[1] if self._limits is not None else SiteLimits()
-            log.info("QOS and association limits not read: %s", exc)
-        self._limits = (now, limits)
-        return limits
-
-    def _slurm_config(self) -> dict[str, str]:
-        """``scontrol show config``, read once a minute (weights change on reconfigure)."""
-        now = time.monotonic()
-        if self._config is None or now - self._config[0] >= LIMITS_TTL_S:
-            try:
-                text = self.runner.run([self._cmd("scontrol"), "show", "config"])
-                self._config = (now, config_values(text))
-            except CommandError as exc:
-                log.info("scontrol show config failed: %s", exc)
-                self._config = (now, self._config[1] if self._config else {})
-        return self._config[1]
-
-    def _fairshare_factors(self) -> dict[tuple[str, str], float]:
-        now = time.monotonic()
-        if self._fairshare is None or now - self._fairshare[0] >= LIMITS_TTL_S:
-            try:
-                text = self.runner.run([self._cmd("sshare"), *SSHARE_ARGV_TAIL])
-                self._fairshare = (now, parse_fairshare(text))
-            except CommandError as exc:
-                log.info("sshare failed: %s", exc)
-                self._fairshare = (now, self._fairshare[1] if self._fairshare else {})
-        return self._fairshare[1]
+    def _read_limits(self) -> SiteLimits:
+        """QOS and association limits (``sacctmgr``)."""
+        sacctmgr = self._cmd("sacctmgr")
+        qos_text = self.runner.run(qos_argv(sacctmgr))
+        cluster = self._config.get().get("ClusterName", "")
+        assocs = parse_assocs(self.runner.run(assoc_argv(sacctmgr)), cluster)
+        return SiteLimits(parse_qos(qos_text), assocs, parse_qos_priority(qos_text))
 
     def _priority_inputs(
         self, nodes: dict, partitions: dict[str, PartitionView], limits: SiteLimits
     ) -> PriorityInputs | None:
         """What Slurm's multifactor priority of a held job is computed from; None when the
         site does not use priority/multifactor."""
-        weights = weights_of(self._slurm_config())
+        weights = weights_of(self._config.get())
         if weights is None:
             return None
         if weights.not_modelled and not self._told_not_modelled:
@@ -150,7 +132,7 @@ class SlurmBackend:
             )
         return PriorityInputs(
             weights=weights,
-            fairshare=self._fairshare_factors() if weights.fairshare else {},
+            fairshare=self._fairshare.get() if weights.fairshare else {},
             qos_priority=limits.qos_priority,
             partition_factor={n: p.priority_job_factor for n, p in partitions.items()},
             total_nodes=len(nodes),
@@ -159,7 +141,7 @@ class SlurmBackend:
 
     def read_state(self) -> ClusterState:
         now = int(time.time())
-        partitions = self._partition_views()
+        partitions = self._partitions.get()
         limits = partition_max_minutes(partitions)
         notes: list[str] = []
         if self.source == "rest" and self.rest is not None:
@@ -198,7 +180,7 @@ class SlurmBackend:
         partitions: dict[str, PartitionView],
         notes: list[str],
     ) -> ClusterState:
-        limits = self._site_limits()
+        limits = self._limits.get()
         jobs = hold_back_over_limits(jobs, limits)
         inputs = self._priority_inputs(nodes, partitions, limits)
         if inputs is not None:  # the priority Slurm would give the jobs it holds for us
@@ -212,7 +194,7 @@ class SlurmBackend:
             jobs=jobs,
             notes=tuple(notes),
             partitions=partitions,
-            reservations=self._reservation_views(),
+            reservations=self._reservations.get(),
             limits=limits,
         )
 
