@@ -118,6 +118,15 @@ def place_freed_first(
     ``allocator`` alone, which knows them."""
     if restricts(allocator, job):
         return allocator.place(job, future)
+    first, needed = units_on_freed(job, freed)
+    if not needed:
+        return tuple(sorted(first.items()))
+    return place_rest(job, future, first, needed, allocator)
+
+
+def units_on_freed(job: Job, freed: Mapping[int, int]) -> tuple[dict[int, int], int]:
+    """The first step of :func:`place_freed_first`: ``job``'s units put on ``freed``
+    capacity in node order, and how many units are left to place."""
     needed = job.units
     first: dict[int, int] = {}
     for node, fit in freed.items():
@@ -125,7 +134,15 @@ def place_freed_first(
         first[node] = take
         needed -= take
         if not needed:
-            return tuple(sorted(first.items()))
+            break
+    return first, needed
+
+
+def place_rest(
+    job: Job, future: FreeCapacity, first: dict[int, int], needed: int, allocator: Allocator
+) -> Allocation | None:
+    """The second step of :func:`place_freed_first`: the ``needed`` units left after
+    ``first`` placed where ``allocator`` puts them in what ``future`` has left."""
     if not first:
         return allocator.place(job, future)
     rest_of = future.copy()
@@ -134,9 +151,10 @@ def place_freed_first(
     rest = allocator.place(replace(job, units=needed), rest_of)
     if rest is None:
         return None
+    placed = dict(first)
     for node, units in rest:
-        first[node] = first.get(node, 0) + units
-    return tuple(sorted(first.items()))
+        placed[node] = placed.get(node, 0) + units
+    return tuple(sorted(placed.items()))
 
 
 def reserve(
