@@ -11,7 +11,10 @@ client's dispatch round trips (p50, p99), /healthz's (max, p99), the attack's re
 and bytes, the service's peak memory.
 
     .venv/bin/python bench/service_hostile.py [--attackers 3] [--body-mb 60]
-        [--seconds 20] [--dispatcher easy] [--chunked] [--postgres]
+        [--seconds 20] [--dispatcher easy] [--chunked] [--postgres] [--http h11,httptools]
+
+--http runs the whole measurement once per HTTP parser of ``cpsched serve``, one after
+the other, so that they can be compared side by side.
 """
 
 from __future__ import annotations
@@ -115,19 +118,18 @@ def summary(label: str, m: dict[str, list[float]]) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--attackers", type=int, default=3)
-    parser.add_argument("--body-mb", type=int, default=60)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--dispatcher", default="easy")
-    parser.add_argument("--chunked", action="store_true")
-    parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite.")
-    args = parser.parse_args()
+def run(args: argparse.Namespace, http: str) -> None:
+    """Idle, then hostile, on a fresh service using the ``http`` parser; prints the figures."""
     work = Path(tempfile.mkdtemp(prefix="cpsched-hostile-"))
     with (
         postgres_database() if args.postgres else nullcontext() as url,
-        local_service(work, database_url=url, token=TOKEN, dispatcher=args.dispatcher) as service,
+        local_service(
+            work,
+            database_url=url,
+            token=TOKEN,
+            serve_args=("--http", http),
+            dispatcher=args.dispatcher,
+        ) as service,
     ):
         assert service.process is not None
         measure(service.url, 2)  # warm-up
@@ -151,7 +153,8 @@ def main() -> None:
     print(
         f"{args.attackers} clients without a token, {args.body_mb} MB bodies "
         f"({'chunked' if args.chunked else 'Content-Length'}), {args.seconds:.0f} s each phase;"
-        f" dispatcher {args.dispatcher}; {'PostgreSQL' if args.postgres else 'SQLite'}"
+        f" dispatcher {args.dispatcher}; {'PostgreSQL' if args.postgres else 'SQLite'};"
+        f" HTTP parser {http}"
     )
     print(summary("idle", idle))
     print(summary("hostile", hostile))
@@ -161,6 +164,22 @@ def main() -> None:
         f"dispatch p99 hostile/idle x{ratio:.2f}; attack: {tally['requests']} requests "
         f"({statuses}), {tally['bytes'] / 1e9:.1f} GB sent; service peak memory {peak:.0f} MB"
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--attackers", type=int, default=3)
+    parser.add_argument("--body-mb", type=int, default=60)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--dispatcher", default="easy")
+    parser.add_argument("--chunked", action="store_true")
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite.")
+    parser.add_argument(
+        "--http", default="httptools", help="comma-separated HTTP parsers, run one after another"
+    )
+    args = parser.parse_args()
+    for http in args.http.split(","):
+        run(args, http)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ class LocalService:
     port: int
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    serve_args: tuple[str, ...] = ()
+    """More ``cpsched serve`` options, e.g. ``("--http", "h11")``."""
 
     @property
     def url(self) -> str:
@@ -43,7 +45,7 @@ class LocalService:
     def start(self, timeout: float = 60.0) -> None:
         command = [
             sys.executable, "-m", "cpsched.cli", "serve",
-            "--config", str(self.config), "--port", str(self.port),
+            "--config", str(self.config), "--port", str(self.port), *self.serve_args,
         ]  # fmt: skip
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
@@ -107,13 +109,14 @@ def local_service(
     *,
     database_url: str | None = None,
     token: str = "local-token",
+    serve_args: tuple[str, ...] = (),
     **defaults: object,
 ) -> Iterator[LocalService]:
     """A running service with its own config (and SQLite file unless a URL is given)."""
     workdir.mkdir(parents=True, exist_ok=True)
     url = database_url or f"sqlite:///{workdir / 'cpsched.db'}"
     config = write_config(workdir / "cpsched.toml", url, token, defaults)
-    service = LocalService(config, free_port(), workdir / "service.log")
+    service = LocalService(config, free_port(), workdir / "service.log", serve_args=serve_args)
     service.start()
     try:
         yield service

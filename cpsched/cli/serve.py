@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -14,6 +14,8 @@ from cpsched.service.settings import load_settings
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
+
+HttpParser = Literal["httptools", "h11"]
 
 ConfigOpt = Annotated[
     Path | None,
@@ -40,6 +42,13 @@ def serve(
         bool, typer.Option("--upgrade", help="Apply pending migrations before starting.")
     ] = False,
     access_log: Annotated[bool, typer.Option(help="Log every request.")] = False,
+    http: Annotated[
+        HttpParser,
+        typer.Option(
+            help="HTTP parser: httptools (C; the body of a refused request is skipped at "
+            "C speed) or h11 (pure Python, slower under large bodies)."
+        ),
+    ] = "httptools",
 ) -> None:
     """Run the scheduling service (FastAPI) until interrupted."""
     import uvicorn
@@ -58,6 +67,7 @@ def serve(
         log_level=settings.log_level.lower(),
         log_config=None,  # keep our JSON handler (cpsched.logs)
         access_log=access_log,
+        http=http,
         # One process: dispatches of a cluster must be serialised in one place.
         workers=1,
     )

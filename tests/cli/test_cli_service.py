@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+
+import httpx
+import pytest
+
+from cpsched.cli.local_service import local_service
 
 
 def cpsched(*args: object) -> subprocess.CompletedProcess[str]:
@@ -51,3 +57,19 @@ def test_serve_refuses_a_bad_config(tmp_path):
     assert result.returncode == 2
     assert "quantum" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_serve_refuses_an_unauthenticated_body_and_keeps_serving(tmp_path, http):
+    """A 5 MB body without a token gets its 401 over a real socket, with either parser,
+    and the service answers the next request at once."""
+    with local_service(tmp_path, serve_args=("--http", http)) as service:
+        size = 5_000_000
+        head = (
+            f"POST /v1/clusters/x/dispatch HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+            sock.sendall(head + b" " * size)
+            assert sock.recv(64).startswith(b"HTTP/1.1 401 ")
+        assert httpx.get(f"{service.url}/healthz", timeout=5).status_code == 200
