@@ -7,7 +7,9 @@ can take (one node for a single-node job, distinct nodes for a one-unit-per-node
 and Slurm will lay it out exactly as decided. Slurm splits a task job pinned to several
 nodes itself (:func:`slurm_split`): the start goes ahead only when that split is the
 decided one whatever order Slurm allocates the waiting jobs in (:func:`slurm_split_now`);
-a task job whose split depends on that order waits one cycle (deferred). When the split
+a task job whose split depends on that order waits one cycle (deferred), and so does
+one whose split a running job's end could still change before Slurm allocates it
+(:func:`drifting_node`), up to the bridge's ``split_drift_wait_s``. When the split
 is known but differs from the decided one (the service read the nodes a little
 differently), the job is started as Slurm will split it, on the same nodes and within
 the room no other start uses, and the adjustment is reported. Anything refused or
@@ -17,7 +19,7 @@ deferred stays held and is planned again next cycle.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from cpsched.slurm_bridge.backend import WorkloadManager
@@ -28,6 +30,9 @@ from cpsched.slurm_bridge.model import Amounts, ClusterState, JobView, NodeView
 from cpsched.wire.schemas import DecisionOut
 
 log = logging.getLogger("slurm_bridge.apply")
+
+DRIFT = "a job ending before Slurm allocates would change the split"
+"""The start of the reason a task job is deferred for (:func:`drifting_node`)."""
 
 
 @dataclass
@@ -40,6 +45,10 @@ class ApplyResult:
     )  # job → (decided, Slurm's split it was started with)
     extended: dict[str, int] = field(default_factory=dict)  # job → new limit (s)
     failed: dict[str, str] = field(default_factory=dict)  # job → command error
+
+    def drifting(self) -> list[str]:
+        """The jobs deferred because a running job's end could change their split."""
+        return [job for job, why in self.deferred.items() if why.startswith(DRIFT)]
 
 
 def _shape_problem(job: JobView, allocation: dict[str, int]) -> str | None:
@@ -101,8 +110,11 @@ def _fits(job: JobView, free: Amounts) -> int:
 
 
 def _room(node: NodeView, taken: dict[str, Amounts]) -> Amounts:
-    mine = taken.get(node.name, {})
-    return {r: amount - mine.get(r, 0) for r, amount in node.free().items()}
+    return _less(node.free(), taken.get(node.name, {}))
+
+
+def _less(have: Amounts, taken: Amounts) -> Amounts:
+    return {r: amount - taken.get(r, 0) for r, amount in have.items()}
 
 
 def check_start(
@@ -168,16 +180,47 @@ def slurm_split_now(
     if it comes out the same whether it allocates this job before all of them or after
     all of them (then in any order: the split is monotone in each node's room).
     """
+    last = _split_in(job, allocation, state, _sum(promised, beside), ended=False)
+    return last if _split_in(job, allocation, state, {}, ended=False) == last else None
+
+
+def drifting_node(
+    job: JobView,
+    split: dict[str, int],
+    state: ClusterState,
+    *,
+    promised: dict[str, Amounts],
+    beside: dict[str, Amounts],
+) -> str | None:
+    """A node of ``split`` whose room could still grow and change it, or None.
+
+    Slurm allocates a released job a second or two after the state was read; a job
+    ending on one of its nodes meanwhile leaves more room there, and Slurm's split fills
+    it. The split cannot change if it comes out the same with every running job on its
+    nodes ended (what released jobs and this cycle's starts hold stays): the split is
+    monotone in each node's room, so no partial ending changes it either."""
+    grown = _split_in(job, split, state, _sum(promised, beside), ended=True)
     order = node_order(state)
+    return next((n for n in sorted(split, key=order.__getitem__) if grown[n] != split[n]), None)
 
+
+def _split_in(
+    job: JobView,
+    allocation: Mapping[str, int],
+    state: ClusterState,
+    held: dict[str, Amounts],
+    *,
+    ended: bool,
+) -> dict[str, int]:
+    """Slurm's split of ``job`` on the nodes of ``allocation``, each with its room less
+    ``held``; with ``ended``, the room as if every running job there had ended."""
     most = job.rules.tasks_per_node or job.shape.units  # Slurm's split keeps that rule
-
-    def split(held: dict[str, Amounts]) -> dict[str, int]:
-        fits = {name: min(_fits(job, _room(state.nodes[name], held)), most) for name in allocation}
-        return slurm_split(job.shape.units, fits, order)
-
-    last = split(_sum(promised, beside))
-    return last if split({}) == last else None
+    fits = {}
+    for name in allocation:
+        node = state.nodes[name]
+        room = _room(node, held) if not ended else _less(node.capacity, held.get(name, {}))
+        fits[name] = min(_fits(job, room), most)
+    return slurm_split(job.shape.units, fits, node_order(state))
 
 
 def _task_split(
@@ -187,6 +230,7 @@ def _task_split(
     promised: dict[str, Amounts],
     beside: dict[str, Amounts],
     leaving: Mapping[str, str],
+    may_drift: bool,
 ) -> tuple[dict[str, int] | None, str]:
     """The split a task job pinned to these nodes will run with, or None and why it
     must wait a cycle. A split other than the decided one means the service read the
@@ -194,13 +238,19 @@ def _task_split(
     Slurm's split, on the same nodes and within the room no other start uses, is what
     will run, so the job is started as that (and the adjustment reported). ``leaving``
     maps each node to a job still completing there: the room grows any moment, and
-    Slurm's split with it (a cycle woken by a job's end sees exactly this)."""
+    Slurm's split with it (a cycle woken by a job's end sees exactly this). A split that
+    a running job's end could still change (:func:`drifting_node`) waits too, unless
+    ``may_drift`` (it has waited long enough)."""
     ending = next((leaving[n] for n in allocation if n in leaving), None)
     if ending is not None:
         return None, f"job {ending} is leaving its nodes; the split would change"
     split = slurm_split_now(job, allocation, state, promised=promised, beside=beside)
     if split is None:
         return None, "Slurm's split depends on the jobs starting beside it; waits for them"
+    if not may_drift:
+        node = drifting_node(job, split, state, promised=promised, beside=beside)
+        if node is not None:
+            return None, f"{DRIFT} (on {node})"
     return split, ""
 
 
@@ -209,10 +259,13 @@ def apply_decision(
     state: ClusterState,
     backend: WorkloadManager,
     starting: Mapping[str, Mapping[str, int]] | None = None,
+    may_drift: Collection[str] = (),
 ) -> ApplyResult:
     """Apply the decision's starts and extensions; ``starting`` are jobs released in
     earlier cycles that Slurm has not run yet (job → units per node): their resources
-    are not in Slurm's figures yet, but are promised."""
+    are not in Slurm's figures yet, but are promised. Task jobs in ``may_drift`` start
+    even if a running job's end could still change their split (they waited for a
+    steady moment long enough)."""
     result = ApplyResult()
     promised: dict[str, Amounts] = {}  # released earlier, not running yet
     limits = state.limits or SiteLimits()
@@ -241,7 +294,13 @@ def apply_decision(
             continue
         if backend.splits_tasks and job.shape.laid_out_by_slurm and len(start.allocation) > 1:
             split, why = _task_split(
-                job, start.allocation, state, promised, _sum(started_here, upcoming), leaving
+                job,
+                start.allocation,
+                state,
+                promised,
+                _sum(started_here, upcoming),
+                leaving,
+                job.id in may_drift,
             )
             if split is None:
                 result.deferred[job.id] = why

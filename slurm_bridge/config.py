@@ -90,6 +90,12 @@ class BridgeSettings(BaseSettings):
     pin_grace_s: float = Field(
         30.0, ge=0, description="A released job still pending after this is re-held."
     )
+    split_drift_wait_s: float = Field(
+        30.0,
+        ge=0,
+        description="How long a task job spread over several nodes waits for a moment "
+        "when no running job's end can change how Slurm splits it; then it starts anyway.",
+    )
     shadow_log: Path | None = Field(
         None, description="JSON-lines record of shadow decisions (default: beside state)."
     )

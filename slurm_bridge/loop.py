@@ -71,6 +71,7 @@ class Bridge:
         self.outage_since: float | None = None
         self._outage_cause: str | None = None
         self.seen: dict[str, JobView] = {}  # last view of each job, for finished posts
+        self.drift_since: dict[str, float] = {}  # task job → first deferred for its split
 
     # ---- one cycle -------------------------------------------------------------
     def cycle(self) -> CycleReport:
@@ -139,8 +140,14 @@ class Bridge:
     # ---- pieces ----------------------------------------------------------------
     def _apply(self, decision: DecisionOut, state: ClusterState) -> ApplyResult:
         starting = {job_id: pin.allocation for job_id, pin in self.book.pinned.items()}
-        result = apply_decision(decision, state, self.backend, starting)
         now = self.clock()
+        wait = self.settings.split_drift_wait_s
+        may_drift = {job for job, since in self.drift_since.items() if now - since >= wait}
+        if wait <= 0:  # no waiting for a steady split at all
+            may_drift = {start.job_id for start in decision.starts}
+        result = apply_decision(decision, state, self.backend, starting, may_drift)
+        drifting = result.drifting()
+        self.drift_since = {job: self.drift_since.get(job, now) for job in drifting}
         for job_id, allocation in result.started.items():
             view = state.job(job_id)
             per_unit = dict(view.shape.per_unit) if view is not None else {}

@@ -33,10 +33,12 @@ def cluster(*jobs: object, used: dict[str, int] | None = None) -> ClusterState:
     return ClusterState(time=1000, nodes=nodes, jobs=list(jobs))  # type: ignore[arg-type]
 
 
-def apply(state: ClusterState, starts: dict[str, dict[str, int]]) -> tuple[FakeCluster, object]:
+def apply(
+    state: ClusterState, starts: dict[str, dict[str, int]], may_drift: frozenset[str] = frozenset()
+) -> tuple[FakeCluster, object]:
     fake = FakeCluster(state)
-    result = apply_decision(DecisionOut.model_validate(decision(starts=starts)), state, fake)
-    return fake, result
+    answer = DecisionOut.model_validate(decision(starts=starts))
+    return fake, apply_decision(answer, state, fake, may_drift=may_drift)
 
 
 def test_slurm_split_is_one_per_node_then_filling_in_node_order() -> None:
@@ -47,12 +49,15 @@ def test_slurm_split_is_one_per_node_then_filling_in_node_order() -> None:
 
 def test_a_task_job_starts_only_on_the_split_slurm_will_make() -> None:
     state = cluster(tasks("x"), tasks("y"), used={"a": 1})  # a has 3 free, b 4
-    fake, result = apply(state, {"x": {"a": 3, "b": 2}})
+    # (Whatever uses a's fourth CPU could end before Slurm allocates: without may_drift,
+    # x and y would wait for a steadier moment, as the test after the next one shows.)
+    both = frozenset({"x", "y"})
+    fake, result = apply(state, {"x": {"a": 3, "b": 2}}, both)
     assert fake.calls == [("start", "x", "a", "b")]
     assert result.started == {"x": {"a": 3, "b": 2}}
     # Decided 1 + 4: Slurm will fill a (first in its order) with 3 and give b 2. That is
     # what it is started as, and said so (no room anyone else was given is taken).
-    fake, result = apply(state, {"y": {"a": 1, "b": 4}})
+    fake, result = apply(state, {"y": {"a": 1, "b": 4}}, both)
     assert fake.calls == [("start", "y", "a", "b")]
     assert result.started == {"y": {"a": 3, "b": 2}}
     assert result.adjusted == {"y": ({"a": 1, "b": 4}, {"a": 3, "b": 2})}
@@ -80,6 +85,41 @@ def test_a_task_job_beside_a_completing_job_waits_for_its_nodes_to_settle() -> N
     fake, result = apply(state, {"x": {"a": 3, "b": 2}})
     assert fake.calls == []
     assert result.deferred == {"x": "job done is leaving its nodes; the split would change"}
+
+
+def test_a_task_job_whose_split_a_running_jobs_end_could_change_waits() -> None:
+    # r runs on a's fourth CPU: x fills a's other 3 and spills 2 onto b. If r ends in the
+    # second before Slurm allocates x, Slurm puts 4 on a and 1 on b: x waits.
+    drifting = cluster(tasks("x"), running("r", {"a": 1}), used={"a": 1})
+    fake, result = apply(drifting, {"x": {"a": 3, "b": 2}})
+    assert fake.calls == []
+    assert result.deferred["x"].startswith("a job ending before Slurm allocates")
+    assert result.drifting() == ["x"]
+    # Running jobs only on the last node, or a split an end cannot change, start at once.
+    state = cluster(tasks("y"), running("r", {"b": 1}), used={"b": 1})
+    fake, result = apply(state, {"y": {"a": 4, "b": 1}})
+    assert fake.calls == [("start", "y", "a", "b")] and not result.deferred
+    state = cluster(tasks("z", units=2), running("r", {"a": 1}), used={"a": 1})
+    fake, result = apply(state, {"z": {"a": 1, "b": 1}})  # one per node whatever a's room
+    assert fake.calls == [("start", "z", "a", "b")]
+    # Once it has waited long enough (the bridge passes it in may_drift), it starts.
+    fake, result = apply(drifting, {"x": {"a": 3, "b": 2}}, frozenset({"x"}))
+    assert result.started == {"x": {"a": 3, "b": 2}}
+
+
+def test_the_bridge_starts_a_drifting_task_job_after_split_drift_wait_s(tmp_path: Path) -> None:
+    clock = [5000.0]
+    service = ScriptedService(answer=lambda body: decision(starts={"x": {"a": 3, "b": 2}}))
+    fake = FakeCluster(cluster(tasks("x"), running("r", {"a": 1}), used={"a": 1}))
+    bridge = make(tmp_path, fake, service, split_drift_wait_s=30)
+    bridge.clock = lambda: clock[0]
+    for _ in range(2):
+        report = bridge.cycle()
+        assert report.applied is not None and report.applied.drifting() == ["x"]
+        clock[0] += 20
+    report = bridge.cycle()  # 40 s after it was first deferred
+    assert report.applied is not None and report.applied.started == {"x": {"a": 3, "b": 2}}
+    assert bridge.drift_since == {}
 
 
 def test_a_task_job_beside_a_job_released_earlier_waits_until_that_one_runs() -> None:
@@ -149,7 +189,7 @@ def test_the_next_cycle_compares_where_a_job_landed_with_the_decision(tmp_path: 
     job = tasks("x")
     service = ScriptedService(answer=lambda body: decision(starts={"x": {"a": 3, "b": 2}}))
     fake = FakeCluster(cluster(job, used={"a": 1}))
-    bridge = make(tmp_path, fake, service, pin_grace_s=60)
+    bridge = make(tmp_path, fake, service, pin_grace_s=60, split_drift_wait_s=0)
     bridge.cycle()
     # While Slurm starts it, the job is sent as running on its decided nodes.
     service.answer = lambda body: decision()
