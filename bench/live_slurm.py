@@ -39,6 +39,7 @@ from datetime import datetime
 from pathlib import Path
 
 from cpsched.cli.local_service import LocalService, free_port, write_config
+from cpsched.slurm_bridge.apply import DRIFT
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.factory import make_backend
 from cpsched.slurm_bridge.loop import Bridge
@@ -280,9 +281,18 @@ def run_once(
         audit = [
             json.loads(line) for line in bridge.settings.audit_log_path.read_text().splitlines()
         ]
-        result["misplaced"] = sum(e["event"] == "placement_mismatch" for e in audit)
+        mismatches = [e for e in audit if e["event"] == "placement_mismatch"]
+        result["misplaced"] = len(mismatches)
+        for e in mismatches:
+            print(
+                f"  [{name}] job {e['job']} decided {e['decided']}, ran {e['real']}",
+                file=sys.stderr,
+            )
         result["reheld"] = sum(e["event"] == "reheld" for e in audit)
         result["deferred"] = sum(e["event"] == "deferred" for e in audit)
+        result["deferred_for_drift"] = sum(
+            e["event"] == "deferred" and e["why"].startswith(DRIFT) for e in audit
+        )
         result["fallback_periods"] = sum(e["event"] == "fallback_ended" for e in audit)
         result["cycles"] = bridge.metrics.counters.get("cycles_total", 0)
         service.stop()
