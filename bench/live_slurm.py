@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -179,6 +180,10 @@ def records(jobcomp: Path, job_ids: set[str]) -> dict[str, tuple[int, int, int]]
     return found
 
 
+def _at(ordered: list[int], share: float) -> float:
+    return ordered[int(len(ordered) * share)] if ordered else float("nan")
+
+
 def figures(rows: dict[str, tuple[int, int, int]]) -> dict[str, float]:
     waits = [start - submit for submit, start, _ in rows.values()]
     bsld = [
@@ -193,6 +198,16 @@ def figures(rows: dict[str, tuple[int, int, int]]) -> dict[str, float]:
         if waiting and later:
             gaps.append(later[0] - end)
     gaps.sort()
+    # A job end leaves nothing to start when no waiting job fits what it freed (the
+    # gaps above count those too). The reaction itself: for each job that waited while
+    # some job ended, its start minus the last end before it.
+    ends = sorted(end for *_, end in rows.values())
+    reactions = []
+    for submit, start, _ in rows.values():
+        last = ends[bisect_right(ends, start) - 1] if ends and ends[0] <= start else None
+        if start - submit > 2 and last is not None and last > submit:
+            reactions.append(start - last)
+    reactions.sort()
     return {
         "jobs": len(rows),
         "mean_wait_s": statistics.fmean(waits),
@@ -200,6 +215,8 @@ def figures(rows: dict[str, tuple[int, int, int]]) -> dict[str, float]:
         "max_wait_s": max(waits),
         "end_to_start_p50_s": gaps[len(gaps) // 2] if gaps else float("nan"),
         "end_to_start_p95_s": gaps[int(len(gaps) * 0.95)] if gaps else float("nan"),
+        "freed_to_start_p50_s": _at(reactions, 0.5),
+        "freed_to_start_p95_s": _at(reactions, 0.95),
         "makespan_s": max(e for *_, e in rows.values()) - min(s for s, *_ in rows.values()),
     }
 
