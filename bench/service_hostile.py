@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -109,6 +111,29 @@ def attack(port: int, body_mb: int, chunked: bool, stop: threading.Event, tally:
             tally["status"][status] = tally["status"].get(status, 0) + 1
 
 
+SINK = """
+import socket, threading
+def serve(conn):
+    with conn:
+        buf = bytearray(1 << 20)
+        tail = b""
+        while True:
+            n = conn.recv_into(buf)
+            if not n:
+                return
+            tail = (tail + bytes(buf[max(0, n - 8):n]))[-8:]
+            if tail.endswith(b"1]") or tail.endswith(b"0\\r\\n\\r\\n"):
+                conn.sendall(b"HTTP/1.1 401 Unauthorized\\r\\ncontent-length: 0\\r\\n\\r\\n")
+                tail = b""
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+while True:
+    conn, _ = listener.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+"""
+"""The control's sink: reads each attack body to its end and answers 401, nothing else."""
+
+
 def summary(label: str, m: dict[str, list[float]]) -> str:
     d, h = m["dispatch"], m["health"]
     return (
@@ -136,10 +161,14 @@ def run(args: argparse.Namespace, http: str) -> None:
         idle = measure(service.url, args.seconds)
         stop = threading.Event()
         tally: dict = {"lock": threading.Lock(), "requests": 0, "bytes": 0, "status": {}}
+        sink = None
+        target = service.port
+        if args.control:  # the same attack at another process: the machine's load alone
+            sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE)
+            assert sink.stdout is not None
+            target = int(sink.stdout.readline())
         attackers = [
-            threading.Thread(
-                target=attack, args=(service.port, args.body_mb, args.chunked, stop, tally)
-            )
+            threading.Thread(target=attack, args=(target, args.body_mb, args.chunked, stop, tally))
             for _ in range(args.attackers)
         ]
         for thread in attackers:
@@ -149,12 +178,14 @@ def run(args: argparse.Namespace, http: str) -> None:
         stop.set()
         for thread in attackers:
             thread.join()
+        if sink is not None:
+            sink.kill()
         peak = peak_rss_mb(service.process.pid)
     print(
         f"{args.attackers} clients without a token, {args.body_mb} MB bodies "
         f"({'chunked' if args.chunked else 'Content-Length'}), {args.seconds:.0f} s each phase;"
         f" dispatcher {args.dispatcher}; {'PostgreSQL' if args.postgres else 'SQLite'};"
-        f" HTTP parser {http}"
+        f" HTTP parser {http}" + ("; CONTROL: the attack goes to a sink" if args.control else "")
     )
     print(summary("idle", idle))
     print(summary("hostile", hostile))
@@ -176,6 +207,11 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite.")
     parser.add_argument(
         "--http", default="httptools", help="comma-separated HTTP parsers, run one after another"
+    )
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="send the attack to a sink process instead: what the machine's load alone costs",
     )
     args = parser.parse_args()
     for http in args.http.split(","):
