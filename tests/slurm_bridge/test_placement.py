@@ -120,6 +120,7 @@ def test_the_bridge_starts_a_drifting_task_job_after_split_drift_wait_s(tmp_path
     report = bridge.cycle()  # 40 s after it was first deferred
     assert report.applied is not None and report.applied.started == {"x": {"a": 3, "b": 2}}
     assert bridge.drift_since == {}
+    assert bridge.metrics.counters["starts_deferred_for_split_total"] == 2
 
 
 def test_a_task_job_beside_a_job_released_earlier_waits_until_that_one_runs() -> None:
