@@ -69,7 +69,10 @@ def test_a_multi_node_task_job_lands_on_exactly_its_decided_split(
     wait_running(bed, other)
     job = bed.sbatch("-J", "spread", "-n", "14", script="sleep 30")
     bed.wait_visible([job])
-    bridge = bridge_for(cpsched_service, bed, tmp_path)
+    # The other job's end would change the split, so the drift rule would defer this one
+    # for split_drift_wait_s (tests/slurm_bridge/test_placement.py); here the subject is
+    # the split Slurm makes, and the other job runs 60 s: no waiting.
+    bridge = bridge_for(cpsched_service, bed, tmp_path, split_drift_wait_s=0)
     report = bridge.cycle()
     assert report.applied is not None and job in report.applied.started, report.applied
     decided = report.applied.started[job]
@@ -78,6 +81,32 @@ def test_a_multi_node_task_job_lands_on_exactly_its_decided_split(
     assert real_split(bed, job) == decided
     again = bridge.cycle()
     assert again.misplaced == {} and again.rehold == []
+
+
+def test_a_task_job_waits_while_a_jobs_end_could_change_its_split(
+    slurm_testbed: Testbed, cpsched_service: LocalService, tmp_path: Path
+) -> None:
+    bed = slurm_testbed
+    other = bed.sbatch("-p", "shadowq", "-n", "3", "-w", "gpu1", script="sleep 120")
+    wait_running(bed, other)
+    job = bed.sbatch("-J", "spread", "-n", "14", script="sleep 30")
+    bed.wait_visible([job])
+    bridge = bridge_for(cpsched_service, bed, tmp_path, split_drift_wait_s=300)
+    report = bridge.cycle()
+    assert report.applied is not None and job in report.applied.drifting(), report.applied
+    assert bed.job(job)["state"] == "PENDING"  # still held: nothing was released
+    # The other job ends: no end can change the split now, and the job starts as decided.
+    bed.run("scancel", other)
+    bed.wait_state(other, {"CANCELLED", "COMPLETED"}, timeout_s=20)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        report = bridge.cycle()
+        if report.applied is not None and job in report.applied.started:
+            break
+        time.sleep(1)
+    assert report.applied is not None and job in report.applied.started, report.applied
+    wait_running(bed, job)
+    assert real_split(bed, job) == report.applied.started[job]
 
 
 def test_a_two_node_job_gets_an_even_split(
