@@ -168,7 +168,7 @@ class Bridge:
             self.audit.record(state.time, "extended", job=job_id, limit_s=limit)
         self.metrics.inc("jobs_started_total", len(result.started))
         self.metrics.inc("starts_deferred_total", len(result.deferred))
-        self.metrics.inc("starts_deferred_for_split_total", len(result.drifting()))
+        self.metrics.inc("starts_deferred_for_split_total", len(drifting))
         self.metrics.inc("starts_adjusted_total", len(result.adjusted))
         self.metrics.inc("extensions_total", len(result.extended))
         self.metrics.inc("starts_refused_total", len(result.refused))
