@@ -74,7 +74,7 @@ def _shift_whole(
 
 
 class FreeCapacity:
-    __slots__ = ("_rows", "capacity_total", "nodes", "total")
+    __slots__ = ("_rows", "capacity_total", "later", "nodes", "total")
 
     def __init__(
         self,
@@ -82,12 +82,17 @@ class FreeCapacity:
         total: Sequence[int],
         capacity_total: Amounts,
         nodes: Sequence[Node] | None = None,
+        *,
+        later: bool = False,
     ) -> None:
         self._rows: list[Amounts] = list(rows)
         self.total: list[int] = list(total)
         self.capacity_total = capacity_total
         self.nodes = nodes
         """The nodes, for their capacities: what an exclusive job takes and gives back."""
+        self.later = later
+        """Whether this is what will be free at a later time (a reservation's), not now:
+        a placement in it starts nothing yet."""
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> FreeCapacity:
@@ -114,7 +119,9 @@ class FreeCapacity:
         shift(self._rows, self.total, allocation, job, 1, self.nodes)
 
     def copy(self) -> FreeCapacity:
-        return FreeCapacity(self._rows, self.total, self.capacity_total, self.nodes)
+        return FreeCapacity(
+            self._rows, self.total, self.capacity_total, self.nodes, later=self.later
+        )
 
     def clamp_to(self, other: FreeCapacity) -> FreeCapacity:
         """Element-wise minimum with ``other``: what is free here *and* there."""
@@ -130,7 +137,7 @@ class FreeCapacity:
                 rows[node] = low
                 for r, (x, y) in enumerate(zip(a, low, strict=True)):
                     total[r] -= x - y
-        return FreeCapacity(rows, total, self.capacity_total, self.nodes)
+        return FreeCapacity(rows, total, self.capacity_total, self.nodes, later=self.later)
 
     def changed_from(self, other: FreeCapacity) -> list[int]:
         """The nodes whose rows are not the very rows of ``other`` (copies share rows

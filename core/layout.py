@@ -70,7 +70,7 @@ def lay_out(snapshot: Snapshot, decision: Decision) -> Decision:
             if job.layout != "block" or len(start.allocation) < 2:
                 continue
             free.give(start.allocation, job)  # its own share is room for it again
-            most = _most_per_node(job)
+            most = most_per_node(job)
             fits = [
                 (node, min(units_fitting(free.row(node), job.wanted), most))
                 for node, _ in start.allocation
@@ -85,7 +85,7 @@ def lay_out(snapshot: Snapshot, decision: Decision) -> Decision:
     return replace(decision, starts=tuple(starts))
 
 
-def _most_per_node(job: Job) -> int:
+def most_per_node(job: Job) -> int:
     """Units a node may hold of ``job``: its tasks-per-node rule, which Slurm's split
     follows too (``-n 4 --ntasks-per-node=2`` on two nodes runs 2 + 2)."""
     c = job.constraints

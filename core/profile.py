@@ -103,21 +103,23 @@ class Profile:
         without building the window's node rows, which on thousands of nodes cost more
         than the rest of the search."""
         if first == 0 or restricts(allocator, job):
-            return allocator.place(job, self._window_capacity(window, total))
+            return allocator.place(job, self._window_capacity(window, total, first > 0))
         placed, needed = units_on_freed(job, self._freed_units(job, window))
         if not needed:
             return tuple(sorted(placed.items()))
-        return place_rest(job, self._window_capacity(window, total), placed, needed, allocator)
+        rest = self._window_capacity(window, total, later=True)
+        return place_rest(job, rest, placed, needed, allocator)
 
-    def _window_capacity(self, window: Steps, total: Steps) -> FreeCapacity:
-        """``window`` as the allocators see it; the nodes with nothing free share one row,
-        so a busy machine costs its free nodes only."""
+    def _window_capacity(self, window: Steps, total: Steps, later: bool) -> FreeCapacity:
+        """``window`` as the allocators see it (``later``: from a step after now); the
+        nodes with nothing free share one row, so a busy machine costs its free nodes
+        only."""
         empty = (0,) * window.shape[1]
         rows: list[Amounts] = [empty] * len(window)
         free_nodes = np.flatnonzero(window.any(axis=1))
         for node, row in zip(free_nodes.tolist(), window[free_nodes].tolist(), strict=True):
             rows[node] = tuple(row)
-        return FreeCapacity(rows, total.tolist(), self._capacity, self._nodes)
+        return FreeCapacity(rows, total.tolist(), self._capacity, self._nodes, later=later)
 
     def _freed_units(self, job: Job, window: Steps) -> dict[int, int]:
         """Units of ``job`` that fit in what ``window`` has free but now has not, node by

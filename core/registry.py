@@ -19,7 +19,7 @@ from cpsched.core.heuristics import (
 from cpsched.core.layout import LayingOutDispatcher
 from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
-from cpsched.core.steady_blocks import SteadyBlocks
+from cpsched.core.steady_blocks import SPLIT_WAIT_S, SteadyBlocks
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -49,6 +49,17 @@ def is_cp(name: str) -> bool:
     return name in CP_DISPATCHERS
 
 
+def make_placer(
+    allocator: str, state: DispatcherState | None, split_wait: int = SPLIT_WAIT_S
+) -> SitePlacement:
+    """Where every dispatcher puts a job: ``allocator``, within the site's rules, block
+    jobs on splits that cannot drift (waiting up to ``split_wait`` s for one)."""
+    counters = None if state is None else state.priority_counters
+    waiting = None if state is None else state.split_waits
+    inner = make_allocator(allocator, counters=counters)
+    return SitePlacement(SteadyBlocks(inner, wait=split_wait, waiting=waiting))
+
+
 def make_dispatcher(
     name: str,
     allocator: str,
@@ -64,6 +75,7 @@ def make_dispatcher(
     backfill_depth: int = 1,
     queue_order: QueueOrder = "cpsched",
     queue_depth: int | None = None,
+    split_wait: int = SPLIT_WAIT_S,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -77,6 +89,8 @@ def make_dispatcher(
     ``queue_order="site"`` orders FCFS, EASY and conservative by the site's priority (the
     CP dispatchers take it from ``model``). ``queue_depth`` bounds the jobs a heuristic
     considers per call (None: all; the CP dispatchers bound theirs by their window).
+    ``split_wait`` is how long a block job may wait for a split that cannot drift
+    (:mod:`cpsched.core.steady_blocks`).
     """
     dispatcher: Dispatcher
     if name in CP_DISPATCHERS:
@@ -91,12 +105,12 @@ def make_dispatcher(
             merge_running=merge_running,
             node_symmetry=node_symmetry,
             state=state,
+            split_wait=split_wait,
         )
         dispatcher = with_allocator_context(cp, cp.allocator)
     elif name in HEURISTICS:
         order, backfill = HEURISTICS[name]
-        counters = None if state is None else state.priority_counters
-        placer = SitePlacement(SteadyBlocks(make_allocator(allocator, counters=counters)))
+        placer = make_placer(allocator, state, split_wait)
         ordering = ORDERS[order]
         if queue_order == "site" and order == "fcfs":
             ordering = by_site_priority  # SJF and LJF keep their own orders

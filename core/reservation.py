@@ -174,6 +174,7 @@ def reserve(
     exact = totals_decide_placement(head, allocator)
     total = list(free.total)
     future = free.copy()
+    future.later = True
     applied = 0
     count = len(releases)
     i = 0

@@ -98,7 +98,7 @@ class SitePlacement:
                     total[r] += amount
             else:
                 masked.append(tuple(0 if a > 0 else a for a in row))
-        return FreeCapacity(masked, total, free.capacity_total, free.nodes)
+        return FreeCapacity(masked, total, free.capacity_total, free.nodes, later=free.later)
 
 
 def _counts_hold(allocation: Allocation, low: int, high: int | None, per_node: int | None) -> bool:

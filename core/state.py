@@ -4,8 +4,8 @@ Every dispatcher's ``decide`` is a function of the snapshot, the durations and t
 state: nothing else survives a call. The caller (the service's cluster runtime, a replay)
 makes one :class:`DispatcherState` per cluster, hands it to ``make_dispatcher`` and keeps
 it; a fresh state is a dispatcher that remembers nothing, as after a restart. The state
-only ever steers how the next call spends its time or breaks ties, never whether a
-decision is valid (the validator checks every decision on its own).
+only ever steers how the next call spends its time, breaks ties or bounds a wait, never
+whether a decision is valid (the validator checks every decision on its own).
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ class DispatcherState:
     "previous plan" hint. A hint only, so a stale one (a dry run, a restart) is safe."""
     priority_counters: PriorityCounters = field(default_factory=PriorityCounters)
     """The priority-weighted allocator's failure counters per critical resource type."""
+    split_waits: dict[str, int] = field(default_factory=dict)
+    """Block jobs waiting for a placement whose split cannot drift: the snapshot time each
+    started waiting (:mod:`cpsched.core.steady_blocks` bounds the wait with it)."""
     time_left_s: float | None = None
     """CP dispatchers: the seconds the next call may take when its caller has less to give
     than ``SearchConfig.deadline`` (the service has spent part of it reading the request

@@ -5,15 +5,24 @@ it allocates it, a second or so after the snapshot: one task on every node, then
 nodes filled in node order, each with as many tasks as fit *then*. A job that ends in
 between on one of those nodes leaves more room there, so Slurm puts more tasks on it and
 fewer on the later ones: the job runs on another split than decided. (On the live test
-bed most remaining mismatches were that.) A node with no running job cannot gain room,
-and the last node in order gets what is left whatever its room. So a block start is
-*steady* when it uses one node, or when every node but the last in order is idle in the
-snapshot (nothing running on it; this decision's other starts do not end meanwhile).
+bed most remaining mismatches were that.)
 
-:class:`SteadyBlocks` wraps an allocator: a block job's placement that is not steady is
+A block start is *steady* when its split comes out the same with every running job on
+its nodes ended: the split only grows with a node's room, so no partial ending changes
+it either. A node where the job's fit cannot grow (idle, or the job's tasks-per-node
+rule reached already) is *settled*; a start whose nodes but the last in order are
+settled is steady, since the last node gets what is left whatever its room.
+
+:class:`SteadyBlocks` wraps an allocator. A block job's placement that is not steady is
 replaced by a steady one on the same free capacity when there is one (the fewest nodes:
-idle ones, plus one last node that may be in use), else kept. Other jobs go straight
-through, so replays of traces (no block jobs) place exactly as before.
+settled ones, plus one last node that may be in use). When there is none and the
+placement would start the job *now* (not in capacity free only later,
+``FreeCapacity.later``), the job waits instead: the allocator says it does not fit now,
+so EASY reserves it and HCP3 postpones it. It waits at most ``wait`` seconds of
+snapshot time from the first call it waited on; then it starts on the unsteady
+placement, and the bridge's own drift rule has the last word. Placements in later
+capacity (reservations) are kept as they are: nothing starts on them yet. Other jobs go
+straight through, so replays of traces (no block jobs) place exactly as before.
 """
 
 from __future__ import annotations
@@ -21,56 +30,98 @@ from __future__ import annotations
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, units_fitting
 from cpsched.core.durations import Durations
-from cpsched.core.layout import block_layout
-from cpsched.core.problem import Allocation, Job, Snapshot
+from cpsched.core.layout import block_layout, most_per_node
+from cpsched.core.problem import Allocation, Amounts, Job, Snapshot
+
+SPLIT_WAIT_S = 30
+"""Seconds a block job that could start now on an unsteady split waits for a steady one
+(the policy's ``split_wait``); as long as the bridge's own ``split_drift_wait_s``."""
 
 
 class SteadyBlocks:
-    """``inner``, with block jobs placed steadily where they can be (module doc)."""
+    """``inner``, with block jobs placed steadily where they can be (module doc).
 
-    def __init__(self, inner: Allocator) -> None:
+    ``waiting`` maps each block job waiting for a steady placement to the snapshot time
+    it started waiting; the caller may keep it between calls (``DispatcherState``).
+    """
+
+    def __init__(
+        self, inner: Allocator, *, wait: int = SPLIT_WAIT_S, waiting: dict[str, int] | None = None
+    ) -> None:
         self.inner = inner
         self.name = inner.name
+        self.wait = wait
+        self.waiting = waiting if waiting is not None else {}
         self._snapshot: Snapshot | None = None
-        self._idle: frozenset[int] | None = None
+        self._held: dict[int, Amounts] = {}
 
     def observe(self, snapshot: Snapshot, durations: Durations) -> None:
         observe = getattr(self.inner, "observe", None)
         if observe is not None:
             observe(snapshot, durations)
         self._snapshot = snapshot
-        self._idle = None  # found when a block job first needs it: replays have none
+        self._held = {}
+        if self.waiting:  # forget the jobs that started or left meanwhile
+            queued = {job.id for job in snapshot.queued}
+            for job_id in [j for j in self.waiting if j not in queued]:
+                del self.waiting[job_id]
 
     def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
         allocation = self.inner.place(job, free)
-        if job.layout != "block" or allocation is None or self.steady(allocation):
+        if job.layout != "block" or allocation is None or len(allocation) < 2:
             return allocation
-        return steady_placement(job, free, self.idle()) or allocation
+        if self.steady(job, allocation, free):
+            self.waiting.pop(job.id, None)
+            return allocation
+        settled = frozenset(n for n in range(free.node_count) if self.settled(job, n, free))
+        steadier = steady_placement(job, free, settled)
+        if steadier is not None:
+            self.waiting.pop(job.id, None)
+            return steadier
+        if free.later or self.waited_enough(job):
+            return allocation
+        return None  # not now: a steady moment comes when a job on these nodes ends
 
-    def idle(self) -> frozenset[int]:
-        """The nodes no running job of the observed snapshot uses."""
-        if self._idle is None:
+    def steady(self, job: Job, allocation: Allocation, free: FreeCapacity) -> bool:
+        """Whether Slurm's split of ``job`` on ``allocation``'s nodes comes out the same
+        with every running job there ended."""
+        most = most_per_node(job)
+        nodes = [node for node, _ in allocation]
+        now = [(n, min(units_fitting(free.row(n), job.wanted), most)) for n in nodes]
+        grown = [(n, min(units_fitting(self._grown(n, free), job.wanted), most)) for n in nodes]
+        return block_layout(job.units, now) == block_layout(job.units, grown)
+
+    def settled(self, job: Job, node: int, free: FreeCapacity) -> bool:
+        """Whether ``job``'s fit on ``node`` cannot grow when the jobs running there end."""
+        most = most_per_node(job)
+        fit = min(units_fitting(free.row(node), job.wanted), most)
+        return fit == min(units_fitting(self._grown(node, free), job.wanted), most)
+
+    def waited_enough(self, job: Job) -> bool:
+        """Whether ``job`` has waited ``wait`` seconds for a steady placement (starting
+        its wait now if it had not)."""
+        now = self._snapshot.time if self._snapshot is not None else 0
+        return now - self.waiting.setdefault(job.id, now) >= self.wait
+
+    def _grown(self, node: int, free: FreeCapacity) -> Amounts:
+        """``node``'s row of ``free`` with what the snapshot's running jobs hold there."""
+        held = self._held.get(node)
+        if held is None:
             snapshot = self._snapshot
             if snapshot is None:
-                return frozenset()
-            running = {node for rj in snapshot.running for node, _ in rj.allocation}
-            self._idle = frozenset(range(len(snapshot.nodes))) - running
-        return self._idle
-
-    def steady(self, allocation: Allocation) -> bool:
-        """Whether every node of ``allocation`` but the last in node order is idle."""
-        idle = self.idle()
-        return all(node in idle for node, _ in sorted(allocation)[:-1])
+                return free.row(node)
+            capacity, unused = snapshot.nodes[node].capacity, snapshot.free[node]
+            held = self._held[node] = tuple(c - u for c, u in zip(capacity, unused, strict=True))
+        return tuple(a + h for a, h in zip(free.row(node), held, strict=True))
 
 
-def steady_placement(job: Job, free: FreeCapacity, idle: frozenset[int]) -> Allocation | None:
+def steady_placement(job: Job, free: FreeCapacity, settled: frozenset[int]) -> Allocation | None:
     """The fewest nodes of ``free`` that hold ``job`` with every node but the last (in
-    node order) in ``idle``, split the block way; None if there are none."""
-    c = job.constraints
-    most = c.tasks_per_node if c is not None and c.tasks_per_node is not None else job.units
+    node order) in ``settled``, split the block way; None if there are none."""
+    most = most_per_node(job)
     fits = [min(units_fitting(row, job.wanted), most) for row in free.rows()]
-    # Idle nodes, most room first: the ones to fill before a last node.
-    roomy = sorted((n for n in idle if fits[n] > 0), key=lambda n: (-fits[n], n))
+    # Settled nodes, most room first: the ones to fill before a last node.
+    roomy = sorted((n for n in settled if fits[n] > 0), key=lambda n: (-fits[n], n))
     best: list[int] | None = None
     for last, fit in enumerate(fits):
         if fit < 1:

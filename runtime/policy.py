@@ -24,6 +24,7 @@ from cpsched.core.allocators import make_allocator
 from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.heuristics import BackfillOrder, QueueOrder
 from cpsched.core.registry import DISPATCHERS, is_cp, make_dispatcher
+from cpsched.core.steady_blocks import SPLIT_WAIT_S
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS, make_predictor
 from cpsched.runtime.overrun import OverrunRule
@@ -135,6 +136,14 @@ class Policy(BaseModel):
         ge=1,
         description="EASY: blocked jobs, in queue order, that get a reservation: 1 is EASY, "
         "more is conservative backfilling up to that depth.",
+    )
+    split_wait: int = Field(
+        SPLIT_WAIT_S,
+        ge=0,
+        le=3600,
+        description="Jobs whose tasks Slurm spreads over their nodes itself: seconds one that "
+        "could start now may wait for nodes where no running job's end can change Slurm's "
+        "split (so it runs exactly as decided); 0: start it at once.",
     )
     overrun: OverrunRule = Field(
         "request",
@@ -343,10 +352,14 @@ class Policy(BaseModel):
             backfill_order=self.backfill_order,
             backfill_depth=self.backfill_depth,
             queue_order=self.priority,
+            split_wait=self.split_wait,
         )
 
-    def make_fallback(self, *, system_cap: int | None = None) -> Dispatcher:
-        """The heuristic that answers when the configured dispatcher cannot in time."""
+    def make_fallback(
+        self, *, system_cap: int | None = None, state: DispatcherState | None = None
+    ) -> Dispatcher:
+        """The heuristic that answers when the configured dispatcher cannot in time
+        (sharing ``state`` with the dispatcher: the jobs waiting for a steady split)."""
         dispatcher, allocator = FALLBACK
         return make_dispatcher(
             dispatcher,
@@ -356,6 +369,8 @@ class Policy(BaseModel):
             backfill_order=self.backfill_order,
             queue_order=self.priority,
             queue_depth=self.fallback_depth or None,
+            split_wait=self.split_wait,
+            state=state,
         )
 
     def make_predictor(

@@ -42,7 +42,7 @@ def build_dispatchers(
 ) -> tuple[Dispatcher, Dispatcher]:
     """The configured dispatcher (learning into ``state``) and the heuristic answering
     when it cannot in time."""
-    return policy.make_dispatcher(plan=True, state=state), policy.make_fallback()
+    return policy.make_dispatcher(plan=True, state=state), policy.make_fallback(state=state)
 
 
 Finished = tuple[Job, int, int, str]

@@ -11,17 +11,15 @@ import importlib
 from collections.abc import Callable
 from dataclasses import replace
 
-from cpsched.core.allocators import make_allocator
 from cpsched.core.cp.flow import CPDispatcher
 from cpsched.core.cp.hcp3 import HCP3Dispatcher
 from cpsched.core.cp.pcp3 import PCP3Dispatcher
 from cpsched.core.cp.pcp20 import PCP20Dispatcher
 from cpsched.core.cp.prepare import ModelConfig
 from cpsched.core.cp.search import SearchConfig
-from cpsched.core.registry import CP_DISPATCHERS
-from cpsched.core.site_placement import SitePlacement
+from cpsched.core.registry import CP_DISPATCHERS, make_placer
 from cpsched.core.state import DispatcherState
-from cpsched.core.steady_blocks import SteadyBlocks
+from cpsched.core.steady_blocks import SPLIT_WAIT_S
 from cpsched.errors import ConfigError, UnknownPolicyError
 
 """On KTH's first 2,000 jobs (deadline 0.2 s), PCP3 without presolve: mean bounded
@@ -37,13 +35,15 @@ def make_cp_dispatcher(
     merge_running: bool = True,
     node_symmetry: bool = False,
     state: DispatcherState | None = None,
+    split_wait: int = SPLIT_WAIT_S,
 ) -> CPDispatcher:
     """The CP dispatcher registered as ``name``, allocating with ``allocator``.
 
     ``search`` and ``model`` default to ``SearchConfig()`` and ``ModelConfig()``;
     ``merge_running=False`` (PCP'20 only) keeps one running rectangle per node,
     ``node_symmetry`` (PCP3 only) breaks the symmetry of identical nodes; ``state`` is
-    what it learns between calls (its caller keeps it; default: a fresh one).
+    what it learns between calls (its caller keeps it; default: a fresh one);
+    ``split_wait`` as :func:`cpsched.core.registry.make_dispatcher`'s.
     """
     if name not in CP_DISPATCHERS:
         raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
@@ -62,9 +62,7 @@ def make_cp_dispatcher(
         if name != "pcp3":
             raise ConfigError(f"node_symmetry applies to pcp3 only, not {name}")
         options["node_symmetry"] = True
-    placer = SitePlacement(
-        SteadyBlocks(make_allocator(allocator, counters=state.priority_counters))
-    )
+    placer = make_placer(allocator, state, split_wait)
     build: Callable[..., CPDispatcher] = kind  # the subclasses take their own options
     return build(placer, search, model, state=state, **options)
 

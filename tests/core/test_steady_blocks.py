@@ -1,13 +1,16 @@
-"""Block jobs go where Slurm's own split cannot drift: every node but the last idle."""
+"""Block jobs start where Slurm's own split cannot drift, or wait (a bounded time) for it."""
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import check_decision, make_dispatcher
 from cpsched.core.allocators import BestFit
 from cpsched.core.capacity import FreeCapacity
+from cpsched.core.site import Constraints
+from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SteadyBlocks, steady_placement
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
@@ -44,14 +47,76 @@ def test_a_busy_node_may_be_the_last_and_other_jobs_are_left_alone():
     assert placer.place(plain, free) == BestFit().place(plain, free)
 
 
-def test_without_a_steady_placement_the_inner_one_is_kept():
+def test_without_a_steady_placement_a_job_that_could_start_now_waits_for_one():
+    # Every node runs a job; no placement of 5 tasks is steady. EASY reserves the job for
+    # when a running job ends (time 100) instead of starting it on a drifting split.
     runs = [running(job(f"r{n}", units=2), 0, [(n, 2)]) for n in range(3)]
     snap = snapshot(0, nodes(4, 4, 4), runs, [block(job("b", units=5))])
+    free = FreeCapacity.of(snap)
+    assert steady_placement(snap.queued[0], free, frozenset()) is None  # nothing settled
+    placer = SteadyBlocks(BestFit())
+    placer.observe(snap, limits_as_durations(snap))
+    assert placer.place(snap.queued[0], free) is None
+    decision = make_dispatcher("easy", "best-fit").decide(snap, limits_as_durations(snap))
+    assert decision.starts == ()
+    assert decision.planned == {"b": 100}
+
+
+def test_a_reservation_keeps_an_unsteady_placement():
+    # Capacity that running jobs free later is not a start now: nothing to wait for.
+    runs = [running(job(f"r{n}", units=2), 0, [(n, 2)]) for n in range(3)]
+    snap = snapshot(0, nodes(4, 4, 4), runs, [block(job("b", units=9))])
+    placer = SteadyBlocks(BestFit())
+    placer.observe(snap, limits_as_durations(snap))
+    later = FreeCapacity.of(snap).copy()
+    later.later = True
+    later.give(((0, 2),), runs[0].job)  # r0 has ended by then
+    assert placer.place(snap.queued[0], later) == BestFit().place(snap.queued[0], later)
+
+
+@pytest.mark.parametrize("dispatcher", ["easy", "hcp3"])
+def test_the_wait_for_a_steady_split_is_bounded(dispatcher):
+    # The same machine at t = 0, 20, 30: the job waits while it is younger than
+    # split_wait (30 s from the first call it waited on), then starts as it can.
+    runs = [running(job(f"r{n}", units=2, limit=1000), 0, [(n, 2)]) for n in range(3)]
+    queue = [block(job("b", units=5))]
+    state = DispatcherState()
+    policy = make_dispatcher(dispatcher, "best-fit", state=state, split_wait=30)
+    started = {}
+    for t in (0, 20, 30):
+        snap = snapshot(t, nodes(4, 4, 4), runs, queue)
+        decision = policy.decide(snap, limits_as_durations(snap))
+        check_decision(snap, decision)
+        started[t] = [s.job_id for s in decision.starts]
+    assert started == {0: [], 20: [], 30: ["b"]}
+    assert state.split_waits == {"b": 0}
+    # A dispatcher that does not wait starts it at once.
+    snap = snapshot(0, nodes(4, 4, 4), runs, queue)
+    at_once = make_dispatcher(dispatcher, "best-fit", split_wait=0)
+    assert [s.job_id for s in at_once.decide(snap, limits_as_durations(snap)).starts] == ["b"]
+
+
+def test_a_node_the_job_cannot_gain_room_on_is_settled():
+    # n0 runs a 2-core job; the block job takes at most 2 tasks per node, so n0's end
+    # would not give it more room there: (n0: 2, n1: 2) is steady, though n0 is busy.
+    busy = job("busy", units=2)
+    b = replace(block(job("b", units=4)), constraints=Constraints(tasks_per_node=2))
+    snap = snapshot(0, nodes(4, 4), [running(busy, 0, [(0, 2)])], [b])
     placer = SteadyBlocks(BestFit())
     placer.observe(snap, limits_as_durations(snap))
     free = FreeCapacity.of(snap)
-    assert steady_placement(snap.queued[0], free, frozenset()) is None  # no idle node
-    assert placer.place(snap.queued[0], free) == BestFit().place(snap.queued[0], free)
+    assert placer.steady(b, ((0, 2), (1, 2)), free)
+    assert placer.settled(b, 0, free)
+    assert not placer.settled(block(job("c", units=4)), 0, free)
+
+
+def steady_in(snap, start):
+    placer = SteadyBlocks(BestFit())
+    placer.observe(snap, limits_as_durations(snap))
+    job_ = next(j for j in snap.queued if j.id == start.job_id)
+    return len(start.allocation) == 1 or placer.steady(
+        job_, start.allocation, FreeCapacity.of(snap)
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -60,15 +125,18 @@ def test_without_a_steady_placement_the_inner_one_is_kept():
     st.integers(1, 12),
     st.sampled_from(["easy", "fcfs"]),
 )
-def test_block_starts_are_steady_whenever_one_is_possible(used, units, dispatcher):
-    """Every decision stays valid; a block start is steady (every node but the last in
-    node order idle) whenever the free capacity holds a steady placement at all."""
+def test_a_block_job_starts_now_only_on_a_steady_split(used, units, dispatcher):
+    """Every decision stays valid, and a block job that has not waited starts only where
+    no running job's end can change Slurm's split; EASY reserves it otherwise."""
     runs = [running(job(f"r{n}", units=u), 0, [(n, u)]) for n, u in enumerate(used) if u > 0]
     snap = snapshot(0, nodes(*[4] * len(used)), runs, [block(job("b", units=units))])
     decision = make_dispatcher(dispatcher, "best-fit").decide(snap, limits_as_durations(snap))
     check_decision(snap, decision)
-    idle = frozenset(n for n, u in enumerate(used) if u == 0)
     for start in decision.starts:
-        possible = steady_placement(snap.queued[0], FreeCapacity.of(snap), idle) is not None
-        if possible:
-            assert all(n in idle for n, _ in sorted(start.allocation)[:-1]), start
+        assert steady_in(snap, start), start
+    fits = sum(4 - u for u in used) >= units
+    if dispatcher == "easy" and not decision.starts and units <= 4 * len(used):
+        assert decision.planned is not None and "b" in decision.planned  # nothing lost
+    if fits and not decision.starts:
+        idle = frozenset(n for n, u in enumerate(used) if u == 0)
+        assert steady_placement(snap.queued[0], FreeCapacity.of(snap), idle) is None
