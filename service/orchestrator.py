@@ -432,6 +432,8 @@ class Orchestrator:
         with runtime.lock:
             snapshot, decision = runtime.last_snapshot, runtime.last_decision
             rejected = runtime.last_rejected.get(job_id)
+            state = runtime.dispatcher_state
+            split_wait = state.split_waits.get(job_id) if state is not None else None
         if rejected is not None:
             return JobInfoOut(**base, state="rejected", rejected_because=rejected)
         if snapshot is not None:
@@ -451,7 +453,7 @@ class Orchestrator:
                         state="queued",
                         user=job.user,
                         submit=job.submit,
-                        pending=pending(snapshot, decision, position),
+                        pending=pending(snapshot, decision, position, split_wait),
                     )
         return JobInfoOut(**base, state="unknown")
 

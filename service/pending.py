@@ -39,12 +39,21 @@ def waits_for(
     }
 
 
-def pending(snapshot: Snapshot, decision: Decision | None, position: int) -> PendingReason:
+def pending(
+    snapshot: Snapshot, decision: Decision | None, position: int, split_wait: int | None = None
+) -> PendingReason:
     """Why the ``position``-th queued job is not running: the rules holding it, what it
     lacks on the nodes it may use, who goes before it (in the plan when there is one, else
-    in the queue) and its planned start."""
+    in the queue) and its planned start. ``split_wait``: since when it has waited for nodes
+    where Slurm's split of its tasks cannot drift (:mod:`cpsched.core.steady_blocks`)."""
     job = snapshot.queued[position]
     reasons = rule_reasons(snapshot, job)
+    lacks = waits_for(snapshot, job, reasons)
+    if split_wait is not None:
+        reasons.append(
+            f"fits, but waits (since {split_wait}, for at most the policy's split_wait) for "
+            "nodes where no running job's end can change how Slurm spreads its tasks"
+        )
     planned = dict(decision.planned) if decision is not None and decision.planned else {}
     mine = planned.get(job.id)
     if mine is not None:
@@ -56,7 +65,7 @@ def pending(snapshot: Snapshot, decision: Decision | None, position: int) -> Pen
     else:
         ahead = [other.id for other in snapshot.queued[:position]]
     return PendingReason(
-        waits_for=waits_for(snapshot, job, reasons),
+        waits_for=lacks,
         jobs_ahead=ahead,
         planned_start=mine,
         rules=reasons,

@@ -223,6 +223,23 @@ def test_job_info_explains_pending_and_finished(client):
     assert client.get("/v1/clusters/c1/jobs/nobody", headers=AUTH).json()["state"] == "unknown"
 
 
+def test_job_info_says_a_task_job_waits_for_a_split_that_cannot_drift(client):
+    # Every node runs a job: Slurm's split of a 5-task job could change when one ends
+    # before Slurm allocates it, so the job is not started now, and its info says why.
+    nodes = [node(f"n{i}") for i in (1, 2, 3)]
+    running = {
+        **job("r1", units=6),
+        "start": 500,
+        "allocation": {"n1": 2, "n2": 2, "n3": 2},
+    }
+    tasks = {**job("t1", submit=900, units=5), "layout": "block"}
+    decision = dispatch(client, snapshot(nodes=nodes, running=[running], queued=[tasks])).json()
+    assert decision["starts"] == []
+    info = client.get("/v1/clusters/c1/jobs/t1", headers=AUTH).json()
+    assert info["pending"]["waits_for"] == {}
+    assert any("Slurm spreads its tasks" in rule for rule in info["pending"]["rules"])
+
+
 def test_walltime_extension_directive(make_client):
     client = make_client(defaults={"correction": "simple", "correction_step": 600})
     running = {**job("r1", limit=600), "start": 0, "allocation": {"n1": 1}}
