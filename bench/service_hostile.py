@@ -12,22 +12,29 @@ and bytes, the service's peak memory.
 
     .venv/bin/python bench/service_hostile.py [--attackers 3] [--body-mb 60]
         [--seconds 20] [--dispatcher easy] [--chunked] [--postgres] [--http h11,httptools]
+        [--control] [--pin]
 
 --http runs the whole measurement once per HTTP parser of ``cpsched serve``, one after
-the other, so that they can be compared side by side.
+the other, so that they can be compared side by side. --control sends the attack to a
+sink process instead of the service (what the attack's load on the machine costs by
+itself); --pin puts the service and the measuring client on CPU 0 and the attackers on
+CPU 1, as if they were another host. Each attacker is a process of its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import nullcontext
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 import httpx
@@ -78,8 +85,17 @@ def measure(url: str, seconds: float) -> dict[str, list[float]]:
     return {"dispatch": dispatch, "health": health}
 
 
-def attack(port: int, body_mb: int, chunked: bool, stop: threading.Event, tally: dict) -> None:
-    """Post unauthenticated bodies of ``body_mb`` MB in a loop until ``stop``."""
+def attack(
+    port: int, body_mb: int, chunked: bool, stop: EventType, tallies: Queue, cpus: set[int]
+) -> None:
+    """Post unauthenticated bodies of ``body_mb`` MB in a loop until ``stop``, on ``cpus``
+    (empty: any); put the tally (requests, bytes, statuses) on ``tallies`` at the end.
+
+    Each attacker is a process of its own: as threads of the measuring process they would
+    also slow the measuring client (the GIL), which is not the service's doing."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    tally: dict = {"requests": 0, "bytes": 0, "status": {}}
     size = body_mb * 1_000_000
     payload = b"[" + b"1," * (size // 2 - 1) + b"1]"
     while not stop.is_set():
@@ -105,10 +121,16 @@ def attack(port: int, body_mb: int, chunked: bool, stop: threading.Event, tally:
                 status = sock.recv(64).split(b" ")[1:2][0]
         except OSError:
             status = b"reset"
-        with tally["lock"]:
-            tally["requests"] += 1
-            tally["bytes"] += sent
-            tally["status"][status] = tally["status"].get(status, 0) + 1
+        tally["requests"] += 1
+        tally["bytes"] += sent
+        tally["status"][status] = tally["status"].get(status, 0) + 1
+    tallies.put(tally)
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of process ``pid`` on ``cpus`` (``taskset -a -p``)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), cpus)
 
 
 SINK = """
@@ -157,27 +179,45 @@ def run(args: argparse.Namespace, http: str) -> None:
         ) as service,
     ):
         assert service.process is not None
+        # --pin: the service and the measuring client on CPU 0, the attack on CPU 1, as if
+        # the attackers were another host (on two cores they otherwise share the service's).
+        service_cpus, attack_cpus = ({0}, {1}) if args.pin else (set(), set())
+        if service_cpus:
+            pin(service.process.pid, service_cpus)
+            pin(os.getpid(), service_cpus)
         measure(service.url, 2)  # warm-up
         idle = measure(service.url, args.seconds)
-        stop = threading.Event()
-        tally: dict = {"lock": threading.Lock(), "requests": 0, "bytes": 0, "status": {}}
+        stop = multiprocessing.Event()
+        tallies: Queue = multiprocessing.Queue()
         sink = None
         target = service.port
         if args.control:  # the same attack at another process: the machine's load alone
             sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE)
             assert sink.stdout is not None
             target = int(sink.stdout.readline())
+            if attack_cpus:
+                pin(sink.pid, attack_cpus)
         attackers = [
-            threading.Thread(target=attack, args=(target, args.body_mb, args.chunked, stop, tally))
+            multiprocessing.Process(
+                target=attack,
+                args=(target, args.body_mb, args.chunked, stop, tallies, attack_cpus),
+            )
             for _ in range(args.attackers)
         ]
-        for thread in attackers:
-            thread.start()
+        for process in attackers:
+            process.start()
         time.sleep(1)
         hostile = measure(service.url, args.seconds)
         stop.set()
-        for thread in attackers:
-            thread.join()
+        tally: dict = {"requests": 0, "bytes": 0, "status": {}}
+        for _ in attackers:
+            one = tallies.get(timeout=120)
+            tally["requests"] += one["requests"]
+            tally["bytes"] += one["bytes"]
+            for status, n in one["status"].items():
+                tally["status"][status] = tally["status"].get(status, 0) + n
+        for process in attackers:
+            process.join()
         if sink is not None:
             sink.kill()
         peak = peak_rss_mb(service.process.pid)
@@ -185,7 +225,9 @@ def run(args: argparse.Namespace, http: str) -> None:
         f"{args.attackers} clients without a token, {args.body_mb} MB bodies "
         f"({'chunked' if args.chunked else 'Content-Length'}), {args.seconds:.0f} s each phase;"
         f" dispatcher {args.dispatcher}; {'PostgreSQL' if args.postgres else 'SQLite'};"
-        f" HTTP parser {http}" + ("; CONTROL: the attack goes to a sink" if args.control else "")
+        f" HTTP parser {http}"
+        + ("; CONTROL: the attack goes to a sink" if args.control else "")
+        + ("; pinned: service and client on CPU 0, attack on CPU 1" if args.pin else "")
     )
     print(summary("idle", idle))
     print(summary("hostile", hostile))
@@ -212,6 +254,11 @@ def main() -> None:
         "--control",
         action="store_true",
         help="send the attack to a sink process instead: what the machine's load alone costs",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the service and the measuring client on CPU 0, the attackers on CPU 1",
     )
     args = parser.parse_args()
     for http in args.http.split(","):
