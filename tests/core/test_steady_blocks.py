@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import check_decision, make_dispatcher
-from cpsched.core.allocators import BestFit
+from cpsched.core.allocators import BestFit, FirstFit
 from cpsched.core.capacity import FreeCapacity
+from cpsched.core.reservation import reserve, running_releases
 from cpsched.core.site import Constraints
 from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SteadyBlocks, steady_placement
@@ -140,3 +141,30 @@ def test_a_block_job_starts_now_only_on_a_steady_split(used, units, dispatcher):
     if fits and not decision.starts:
         idle = frozenset(n for n, u in enumerate(used) if u == 0)
         assert steady_placement(snap.queued[0], FreeCapacity.of(snap), idle) is None
+
+
+class Recording:
+    """First-fit, remembering whether each capacity it was given was later capacity."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.later: list[bool] = []
+
+    def place(self, job_, free):
+        self.later.append(free.later)
+        return FirstFit().place(job_, free)
+
+
+def test_a_reservation_places_in_later_capacity_and_copies_keep_saying_so():
+    runs = [running(job("r0", units=4, limit=50), 0, [(0, 4)])]
+    snap = snapshot(0, nodes(4, 4), runs, [job("big", units=3, unit=(2,))])
+    free = FreeCapacity.of(snap)
+    recorder = Recording()
+    found = reserve(
+        snap.queued[0], free, running_releases(snap, limits_as_durations(snap), [], []), recorder
+    )
+    assert found is not None and found.time == 50
+    assert recorder.later and all(recorder.later)
+    assert not free.later and not free.copy().later and not free.clamp_to(found.spare()).later
+    assert found.spare().later and found.spare().copy().later
