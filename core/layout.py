@@ -18,6 +18,7 @@ what Slurm gives it once the decision's other starts on the same nodes hold thei
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from cpsched.core.capacity import FreeCapacity, units_fitting
@@ -105,14 +106,34 @@ def _started_jobs(snapshot: Snapshot, starts: tuple[Start, ...]) -> dict[str, Jo
 
 
 class LayingOutDispatcher:
-    """``inner``'s decision with its block-layout starts re-split (see :func:`lay_out`)."""
+    """``inner``'s decision with its block-layout starts re-split (see :func:`lay_out`),
+    and marked ``may_drift`` when their jobs waited ``split_wait`` seconds for a split that
+    cannot drift (``waits``: since when each waited, kept by the placer,
+    :class:`~cpsched.core.steady_blocks.SteadyBlocks`)."""
 
-    def __init__(self, inner: Dispatcher) -> None:
+    def __init__(
+        self, inner: Dispatcher, waits: Mapping[str, int] | None = None, split_wait: int = 0
+    ) -> None:
         self.inner = inner
         self.name = inner.name
+        self.waits = waits if waits is not None else {}
+        self.split_wait = split_wait
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
-        return lay_out(snapshot, self.inner.decide(snapshot, durations))
+        decision = lay_out(snapshot, self.inner.decide(snapshot, durations))
+        if self.waits and decision.starts:  # block jobs waited: none in trace replays
+            decision = self._mark_waited(snapshot.time, decision)
+        return decision
+
+    def _mark_waited(self, now: int, decision: Decision) -> Decision:
+        waits, enough = self.waits, self.split_wait
+        starts = tuple(
+            replace(start, may_drift=True)
+            if (since := waits.get(start.job_id)) is not None and now - since >= enough
+            else start
+            for start in decision.starts
+        )
+        return replace(decision, starts=starts) if starts != decision.starts else decision
 
     def __getattr__(self, name: str) -> object:
         # Transparent: what the wrapped dispatcher exposes (its allocator, state,

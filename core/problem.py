@@ -194,6 +194,10 @@ def make_snapshot(
 class Start:
     job_id: str
     allocation: Allocation
+    may_drift: bool = False
+    """A block start the dispatcher knows the workload manager's split of could still
+    change (a job on its nodes ending first): it waited the policy's ``split_wait`` for a
+    steady one (:mod:`cpsched.core.steady_blocks`). The bridge then starts it at once."""
 
 
 @dataclass(frozen=True, slots=True)

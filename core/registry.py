@@ -19,13 +19,13 @@ from cpsched.core.heuristics import (
 from cpsched.core.layout import LayingOutDispatcher
 from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
+from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S, SteadyBlocks
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
     from cpsched.core.cp.prepare import ModelConfig
     from cpsched.core.cp.search import SearchConfig
-    from cpsched.core.state import DispatcherState
 
 # name → (queue order, EASY backfilling?)
 HEURISTICS: dict[str, tuple[str, bool]] = {
@@ -49,15 +49,11 @@ def is_cp(name: str) -> bool:
     return name in CP_DISPATCHERS
 
 
-def make_placer(
-    allocator: str, state: DispatcherState | None, split_wait: int = SPLIT_WAIT_S
-) -> SitePlacement:
+def make_placer(allocator: str, state: DispatcherState, split_wait: int) -> SitePlacement:
     """Where every dispatcher puts a job: ``allocator``, within the site's rules, block
     jobs on splits that cannot drift (waiting up to ``split_wait`` s for one)."""
-    counters = None if state is None else state.priority_counters
-    waiting = None if state is None else state.split_waits
-    inner = make_allocator(allocator, counters=counters)
-    return SitePlacement(SteadyBlocks(inner, wait=split_wait, waiting=waiting))
+    inner = make_allocator(allocator, counters=state.priority_counters)
+    return SitePlacement(SteadyBlocks(inner, wait=split_wait, waiting=state.split_waits))
 
 
 def make_dispatcher(
@@ -93,6 +89,7 @@ def make_dispatcher(
     (:mod:`cpsched.core.steady_blocks`).
     """
     dispatcher: Dispatcher
+    state = state if state is not None else DispatcherState()  # its parts are shared below
     if name in CP_DISPATCHERS:
         # Imported here: OR-Tools is heavy, and heuristic-only callers never need it.
         from cpsched.core.cp import make_cp_dispatcher
@@ -130,7 +127,7 @@ def make_dispatcher(
         raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
     # Block-layout jobs (the bridge's Slurm task jobs) get the split Slurm reproduces;
     # then the site's rules: ineligible jobs out, every start checked against them.
-    dispatcher = SiteRulesDispatcher(LayingOutDispatcher(dispatcher))
+    dispatcher = SiteRulesDispatcher(LayingOutDispatcher(dispatcher, state.split_waits, split_wait))
     if correction is not None and correction.kind != "off":
         dispatcher = CorrectingDispatcher(dispatcher, correction)
     return dispatcher

@@ -382,6 +382,7 @@ def to_decision_out(
                 job_id=s.job_id,
                 allocation={node_names[node]: units for node, units in s.allocation},
                 predicted_run_time=predicted[s.job_id],
+                may_drift=s.may_drift,
             )
             for s in decision.starts
         ],
@@ -527,7 +528,11 @@ def decision_from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
     d = answer.diagnostics
     return Decision(
         starts=tuple(
-            Start(s.job_id, tuple((index[name], units) for name, units in s.allocation.items()))
+            Start(
+                s.job_id,
+                tuple((index[name], units) for name, units in s.allocation.items()),
+                s.may_drift,
+            )
             for s in answer.starts
         ),
         extensions=tuple(

@@ -263,9 +263,10 @@ def apply_decision(
 ) -> ApplyResult:
     """Apply the decision's starts and extensions; ``starting`` are jobs released in
     earlier cycles that Slurm has not run yet (job → units per node): their resources
-    are not in Slurm's figures yet, but are promised. Task jobs in ``may_drift`` start
-    even if a running job's end could still change their split (they waited for a
-    steady moment long enough)."""
+    are not in Slurm's figures yet, but are promised. Task jobs in ``may_drift``, and
+    starts the service marks ``may_drift``, start even if a running job's end could still
+    change their split (they waited for a steady moment long enough: here, or in the
+    service, which holds such a job back for its policy's ``split_wait``)."""
     result = ApplyResult()
     promised: dict[str, Amounts] = {}  # released earlier, not running yet
     limits = state.limits or SiteLimits()
@@ -300,7 +301,7 @@ def apply_decision(
                 promised,
                 _sum(started_here, upcoming),
                 leaving,
-                job.id in may_drift,
+                start.may_drift or job.id in may_drift,
             )
             if split is None:
                 result.deferred[job.id] = why

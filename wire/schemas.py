@@ -217,6 +217,12 @@ class StartOut(ResponseModel):
     job_id: str
     allocation: dict[str, int] = Field(description="Units on each chosen node, by node name.")
     predicted_run_time: int
+    may_drift: bool = Field(
+        False,
+        description="A 'block' job whose split over its nodes could still change if a job "
+        "running there ends before the workload manager allocates it: the service waited "
+        "its split_wait for nodes where it cannot, and starts it anyway (start it now).",
+    )
 
 
 class ExtensionOut(ResponseModel):

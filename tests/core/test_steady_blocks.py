@@ -34,6 +34,7 @@ def test_a_block_job_leaves_a_busy_node_unless_it_is_its_last():
     decision = make_dispatcher("easy", "best-fit").decide(snap, limits_as_durations(snap))
     check_decision(snap, decision)
     assert decision.starts[0].allocation == ((1, 4), (2, 2))
+    assert not decision.starts[0].may_drift  # steady: the bridge still checks it
 
 
 def test_a_busy_node_may_be_the_last_and_other_jobs_are_left_alone():
@@ -88,13 +89,15 @@ def test_the_wait_for_a_steady_split_is_bounded(dispatcher):
         snap = snapshot(t, nodes(4, 4, 4), runs, queue)
         decision = policy.decide(snap, limits_as_durations(snap))
         check_decision(snap, decision)
-        started[t] = [s.job_id for s in decision.starts]
-    assert started == {0: [], 20: [], 30: ["b"]}
+        started[t] = [(s.job_id, s.may_drift) for s in decision.starts]
+    # It starts knowingly on a split that may drift: marked so, the bridge starts it at once.
+    assert started == {0: [], 20: [], 30: [("b", True)]}
     assert state.split_waits == {"b": 0}
-    # A dispatcher that does not wait starts it at once.
+    # A dispatcher that does not wait starts it at once, marked the same.
     snap = snapshot(0, nodes(4, 4, 4), runs, queue)
     at_once = make_dispatcher(dispatcher, "best-fit", split_wait=0)
-    assert [s.job_id for s in at_once.decide(snap, limits_as_durations(snap)).starts] == ["b"]
+    starts = at_once.decide(snap, limits_as_durations(snap)).starts
+    assert [(s.job_id, s.may_drift) for s in starts] == [("b", True)]
 
 
 def test_a_node_the_job_cannot_gain_room_on_is_settled():

@@ -8,11 +8,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpsched.core import decision_violations
-from cpsched.runtime.codec import to_snapshot
+from cpsched.core import Decision, Node, Start, decision_violations, make_snapshot
+from cpsched.runtime.codec import decision_from_wire, to_decision_out, to_snapshot
 from cpsched.runtime.policy import Policy
 from cpsched.service.cluster import ClusterRuntime
-from cpsched.wire.schemas import DispatchRequest
+from cpsched.wire.schemas import DecisionOut, DispatchRequest
 
 TYPES = ("cpu", "mem", "gpu")
 
@@ -99,3 +99,23 @@ def test_no_overfill_and_nothing_lost(wire, dispatcher):
             # A node that receives a job was up and not over-committed: within capacity.
             for name in names:
                 assert used[node.name][name] <= node.resources.get(name, 0)
+
+
+def test_a_start_that_may_drift_says_so_on_the_wire_and_back():
+    snapshot = make_snapshot(0, ("cpu",), (Node("a", (4,)), Node("b", (4,))), (), ())
+    decision = Decision(starts=(Start("x", ((0, 3), (1, 2)), may_drift=True),))
+    out = to_decision_out(
+        cluster="c",
+        snapshot=snapshot,
+        decision=decision,
+        predicted={"x": 60},
+        rejected=[],
+        notes=[],
+        wall_ms=1.0,
+        solve_ms=1.0,
+        dry_run=False,
+        decision_id=1,
+    )
+    assert out.starts[0].may_drift and out.starts[0].allocation == {"a": 3, "b": 2}
+    back = decision_from_wire(DecisionOut.model_validate_json(out.model_dump_json()), snapshot)
+    assert back.starts == decision.starts

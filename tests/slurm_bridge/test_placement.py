@@ -105,6 +105,12 @@ def test_a_task_job_whose_split_a_running_jobs_end_could_change_waits() -> None:
     # Once it has waited long enough (the bridge passes it in may_drift), it starts.
     fake, result = apply(drifting, {"x": {"a": 3, "b": 2}}, frozenset({"x"}))
     assert result.started == {"x": {"a": 3, "b": 2}}
+    # So does a start the service marks may_drift: it waited its split_wait already.
+    fake = FakeCluster(drifting)
+    answer = decision(starts={"x": {"a": 3, "b": 2}})
+    answer["starts"][0]["may_drift"] = True
+    result = apply_decision(DecisionOut.model_validate(answer), drifting, fake)
+    assert result.started == {"x": {"a": 3, "b": 2}} and not result.deferred
 
 
 def test_the_bridge_starts_a_drifting_task_job_after_split_drift_wait_s(tmp_path: Path) -> None:
