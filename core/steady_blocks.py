@@ -20,7 +20,8 @@ placement would start the job *now* (not in capacity free only later,
 ``FreeCapacity.later``), the job waits instead: the allocator says it does not fit now,
 so EASY reserves it and HCP3 postpones it. It waits at most ``wait`` seconds of
 snapshot time from the first call it waited on; then it starts on the unsteady
-placement, and the bridge's own drift rule has the last word. Placements in later
+placement, marked ``may_drift`` (:class:`~cpsched.core.layout.LayingOutDispatcher`) so
+that the bridge does not make it wait again. Placements in later
 capacity (reservations) are kept as they are: nothing starts on them yet. Other jobs go
 straight through, so replays of traces (no block jobs) place exactly as before.
 """
