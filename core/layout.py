@@ -18,7 +18,6 @@ what Slurm gives it once the decision's other starts on the same nodes hold thei
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 
 from cpsched.core.capacity import FreeCapacity, units_fitting
@@ -54,7 +53,7 @@ def lay_out(snapshot: Snapshot, decision: Decision) -> Decision:
     """``decision`` with each start of a block job re-split the block way (module doc)."""
     if not decision.starts:
         return decision
-    started = _started_jobs(snapshot, decision.starts)
+    started = started_jobs(snapshot, decision.starts)
     if not any(job.layout == "block" for job in started.values()):
         return decision
     free = FreeCapacity.of(snapshot)
@@ -93,7 +92,7 @@ def most_per_node(job: Job) -> int:
     return c.tasks_per_node if c is not None and c.tasks_per_node is not None else job.units
 
 
-def _started_jobs(snapshot: Snapshot, starts: tuple[Start, ...]) -> dict[str, Job]:
+def started_jobs(snapshot: Snapshot, starts: tuple[Start, ...]) -> dict[str, Job]:
     """The queued jobs ``starts`` start, by id (the queue scan stops once all are seen)."""
     wanted = {s.job_id for s in starts}
     found: dict[str, Job] = {}
@@ -106,34 +105,14 @@ def _started_jobs(snapshot: Snapshot, starts: tuple[Start, ...]) -> dict[str, Jo
 
 
 class LayingOutDispatcher:
-    """``inner``'s decision with its block-layout starts re-split (see :func:`lay_out`),
-    and marked ``may_drift`` when their jobs waited ``split_wait`` seconds for a split that
-    cannot drift (``waits``: since when each waited, kept by the placer,
-    :class:`~cpsched.core.steady_blocks.SteadyBlocks`)."""
+    """``inner``'s decision with its block-layout starts re-split (see :func:`lay_out`)."""
 
-    def __init__(
-        self, inner: Dispatcher, waits: Mapping[str, int] | None = None, split_wait: int = 0
-    ) -> None:
+    def __init__(self, inner: Dispatcher) -> None:
         self.inner = inner
         self.name = inner.name
-        self.waits = waits if waits is not None else {}
-        self.split_wait = split_wait
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
-        decision = lay_out(snapshot, self.inner.decide(snapshot, durations))
-        if self.waits and decision.starts:  # block jobs waited: none in trace replays
-            decision = self._mark_waited(snapshot.time, decision)
-        return decision
-
-    def _mark_waited(self, now: int, decision: Decision) -> Decision:
-        waits, enough = self.waits, self.split_wait
-        starts = tuple(
-            replace(start, may_drift=True)
-            if (since := waits.get(start.job_id)) is not None and now - since >= enough
-            else start
-            for start in decision.starts
-        )
-        return replace(decision, starts=starts) if starts != decision.starts else decision
+        return lay_out(snapshot, self.inner.decide(snapshot, durations))
 
     def __getattr__(self, name: str) -> object:
         # Transparent: what the wrapped dispatcher exposes (its allocator, state,

@@ -16,11 +16,10 @@ from cpsched.core.heuristics import (
     QueueOrder,
     by_site_priority,
 )
-from cpsched.core.layout import LayingOutDispatcher
 from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
 from cpsched.core.state import DispatcherState
-from cpsched.core.steady_blocks import SPLIT_WAIT_S, SteadyBlocks
+from cpsched.core.steady_blocks import SPLIT_WAIT_S, SteadyBlocks, SteadyStarts
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -125,9 +124,10 @@ def make_dispatcher(
         dispatcher = with_allocator_context(listed, placer)
     else:
         raise UnknownPolicyError("dispatcher", name, DISPATCHERS)
-    # Block-layout jobs (the bridge's Slurm task jobs) get the split Slurm reproduces;
-    # then the site's rules: ineligible jobs out, every start checked against them.
-    dispatcher = SiteRulesDispatcher(LayingOutDispatcher(dispatcher, state.split_waits, split_wait))
+    # Block-layout jobs (the bridge's Slurm task jobs) get the split Slurm reproduces, on
+    # nodes where it cannot drift (or marked may_drift once they waited); then the site's
+    # rules: ineligible jobs out, every start checked against them.
+    dispatcher = SiteRulesDispatcher(SteadyStarts(dispatcher, state.split_waits, split_wait))
     if correction is not None and correction.kind != "off":
         dispatcher = CorrectingDispatcher(dispatcher, correction)
     return dispatcher

@@ -20,19 +20,29 @@ placement would start the job *now* (not in capacity free only later,
 ``FreeCapacity.later``), the job waits instead: the allocator says it does not fit now,
 so EASY reserves it and HCP3 postpones it. It waits at most ``wait`` seconds of
 snapshot time from the first call it waited on; then it starts on the unsteady
-placement, marked ``may_drift`` (:class:`~cpsched.core.layout.LayingOutDispatcher`) so
-that the bridge does not make it wait again. Placements in later
+placement, marked ``may_drift`` so that the bridge does not make it wait again.
+Placements in later
 capacity (reservations) are kept as they are: nothing starts on them yet. Other jobs go
 straight through, so replays of traces (no block jobs) place exactly as before.
+
+A decision's later starts may take room on a block job's nodes, and the re-split
+(:func:`~cpsched.core.layout.lay_out`) then gives it another split than the one found
+steady. :class:`SteadyStarts` checks each laid-out block start once more, against the
+room the whole decision leaves: one that could drift is taken out of the decision (it
+waits, as above) or, once it has waited ``wait`` seconds, marked ``may_drift``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, units_fitting
+from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
-from cpsched.core.layout import block_layout, most_per_node
-from cpsched.core.problem import Allocation, Amounts, Job, Snapshot
+from cpsched.core.layout import MAX_PASSES, block_layout, lay_out, most_per_node, started_jobs
+from cpsched.core.problem import Allocation, Amounts, Decision, Job, Snapshot
 
 SPLIT_WAIT_S = 30
 """Seconds a block job that could start now on an unsteady split waits for a steady one
@@ -86,11 +96,8 @@ class SteadyBlocks:
     def steady(self, job: Job, allocation: Allocation, free: FreeCapacity) -> bool:
         """Whether Slurm's split of ``job`` on ``allocation``'s nodes comes out the same
         with every running job there ended."""
-        most = most_per_node(job)
         nodes = [node for node, _ in allocation]
-        now = [(n, min(units_fitting(free.row(n), job.wanted), most)) for n in nodes]
-        grown = [(n, min(units_fitting(self._grown(n, free), job.wanted), most)) for n in nodes]
-        return block_layout(job.units, now) == block_layout(job.units, grown)
+        return steady_split(job, nodes, [free.row(n) for n in nodes], self._grown_rows(nodes, free))
 
     def settled(self, job: Job, node: int, free: FreeCapacity) -> bool:
         """Whether ``job``'s fit on ``node`` cannot grow when the jobs running there end."""
@@ -106,14 +113,101 @@ class SteadyBlocks:
 
     def _grown(self, node: int, free: FreeCapacity) -> Amounts:
         """``node``'s row of ``free`` with what the snapshot's running jobs hold there."""
-        held = self._held.get(node)
-        if held is None:
-            snapshot = self._snapshot
-            if snapshot is None:
-                return free.row(node)
-            capacity, unused = snapshot.nodes[node].capacity, snapshot.free[node]
-            held = self._held[node] = tuple(c - u for c, u in zip(capacity, unused, strict=True))
-        return tuple(a + h for a, h in zip(free.row(node), held, strict=True))
+        return self._grown_rows([node], free)[0]
+
+    def _grown_rows(self, nodes: Sequence[int], free: FreeCapacity) -> list[Amounts]:
+        snapshot = self._snapshot
+        if snapshot is None:
+            return [free.row(n) for n in nodes]
+        rows = []
+        for n in nodes:
+            held = self._held.get(n)
+            if held is None:
+                held = self._held[n] = held_by_running(snapshot, n)
+            rows.append(tuple(a + h for a, h in zip(free.row(n), held, strict=True)))
+        return rows
+
+
+def held_by_running(snapshot: Snapshot, node: int) -> Amounts:
+    """What the snapshot's running jobs hold on ``node``: its room grows by this when
+    they all end."""
+    capacity, unused = snapshot.nodes[node].capacity, snapshot.free[node]
+    return tuple(c - u for c, u in zip(capacity, unused, strict=True))
+
+
+def steady_split(
+    job: Job, nodes: Sequence[int], room: Sequence[Amounts], grown: Sequence[Amounts]
+) -> bool:
+    """Whether Slurm's split of ``job`` over ``nodes`` is the same with each node's
+    ``room`` as with its ``grown`` room (its room once the jobs running there ended)."""
+    most = most_per_node(job)
+    now = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, room, strict=True)]
+    then = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, grown, strict=True)]
+    return block_layout(job.units, now) == block_layout(job.units, then)
+
+
+class SteadyStarts:
+    """``inner``'s decision, laid out, with every block start that could drift taken out
+    until its job has waited ``wait`` seconds, then marked ``may_drift`` (module doc).
+
+    ``waits`` is the placer's record (:class:`SteadyBlocks`' ``waiting``): since when each
+    block job has waited for a steady split."""
+
+    def __init__(self, inner: Dispatcher, waits: dict[str, int], wait: int) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.waits = waits
+        self.wait = wait
+
+    def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
+        decision = lay_out(snapshot, self.inner.decide(snapshot, durations))
+        if not decision.starts:
+            return decision
+        started = started_jobs(snapshot, decision.starts)
+        if not any(job.layout == "block" for job in started.values()):
+            return decision  # trace replays: no block jobs
+        for _ in range(MAX_PASSES):
+            checked, dropped = self._check(snapshot, decision, started)
+            if not dropped:
+                return checked
+            decision = lay_out(snapshot, checked)  # the room they would have taken is free
+        return self._check(snapshot, decision, started)[0]
+
+    def _check(
+        self, snapshot: Snapshot, decision: Decision, started: dict[str, Job]
+    ) -> tuple[Decision, bool]:
+        """The decision with its drifting block starts taken out or marked; whether any
+        was taken out."""
+        free = FreeCapacity.of(snapshot)
+        for start in decision.starts:
+            free.take(start.allocation, started[start.job_id])
+        now = snapshot.time
+        kept = []
+        dropped = marked = False
+        for start in decision.starts:
+            job = started[start.job_id]
+            if job.layout == "block" and len(start.allocation) > 1 and not start.may_drift:
+                free.give(start.allocation, job)  # its own share is its room
+                nodes = [n for n, _ in start.allocation]
+                room = [free.row(n) for n in nodes]
+                grown = [
+                    tuple(a + h for a, h in zip(r, held_by_running(snapshot, n), strict=True))
+                    for n, r in zip(nodes, room, strict=True)
+                ]
+                free.take(start.allocation, job)
+                if not steady_split(job, nodes, room, grown):
+                    if now - self.waits.setdefault(job.id, now) < self.wait:
+                        dropped = True
+                        continue
+                    start = replace(start, may_drift=True)
+                    marked = True
+            kept.append(start)
+        if not (dropped or marked):
+            return decision, False
+        return replace(decision, starts=tuple(kept)), dropped
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)  # transparent, as LayingOutDispatcher
 
 
 def steady_placement(job: Job, free: FreeCapacity, settled: frozenset[int]) -> Allocation | None:

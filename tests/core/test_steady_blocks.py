@@ -12,7 +12,12 @@ from cpsched.core.capacity import FreeCapacity
 from cpsched.core.reservation import reserve, running_releases
 from cpsched.core.site import Constraints
 from cpsched.core.state import DispatcherState
-from cpsched.core.steady_blocks import SteadyBlocks, steady_placement
+from cpsched.core.steady_blocks import (
+    SteadyBlocks,
+    held_by_running,
+    steady_placement,
+    steady_split,
+)
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
 
@@ -171,3 +176,52 @@ def test_a_reservation_places_in_later_capacity_and_copies_keep_saying_so():
     assert recorder.later and all(recorder.later)
     assert not free.later and not free.copy().later and not free.clamp_to(found.spare()).later
     assert found.spare().later and found.spare().copy().later
+
+
+def final_room_steady(snap, decision, start):
+    """Whether ``start``'s split is the same with the room the whole decision leaves it as
+    with every running job on its nodes ended (what the bridge checks)."""
+    jobs = {j.id: j for j in snap.queued}
+    free = FreeCapacity.of(snap)
+    for s in decision.starts:
+        free.take(s.allocation, jobs[s.job_id])
+    free.give(start.allocation, jobs[start.job_id])
+    nodes_ = [n for n, _ in start.allocation]
+    room = [free.row(n) for n in nodes_]
+    grown = [
+        tuple(a + h for a, h in zip(free.row(n), held_by_running(snap, n), strict=True))
+        for n in nodes_
+    ]
+    return steady_split(jobs[start.job_id], nodes_, room, grown)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), min_size=2, max_size=6),
+    st.lists(st.tuples(st.integers(1, 12), st.booleans(), st.integers(5, 200)), max_size=6),
+    st.sampled_from(["easy", "fcfs", "hcp3"]),
+)
+def test_every_block_start_is_steady_with_the_room_the_whole_decision_leaves(
+    used, queue, dispatcher
+):
+    """A decision's later starts may take room on a block job's nodes; the start the
+    dispatcher answers is still steady then, or marked may_drift (never at a job's first
+    call, as here)."""
+    runs = [
+        running(job(f"r{n}", units=u, limit=50 + 10 * n), 0, [(n, u)])
+        for n, u in enumerate(used)
+        if u > 0
+    ]
+    jobs = [
+        replace(
+            job(f"q{k}", units=units, limit=limit, submit=k), layout="block" if tasks else "any"
+        )
+        for k, (units, tasks, limit) in enumerate(queue)
+    ]
+    snap = snapshot(0, nodes(*[4] * len(used)), runs, jobs)
+    decision = make_dispatcher(dispatcher, "best-fit").decide(snap, limits_as_durations(snap))
+    check_decision(snap, decision)
+    for start in decision.starts:
+        assert not start.may_drift
+        if next(j for j in jobs if j.id == start.job_id).layout == "block":
+            assert len(start.allocation) == 1 or final_room_steady(snap, decision, start), start
