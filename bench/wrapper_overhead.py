@@ -1,11 +1,12 @@
 """What the wrappers every dispatcher gets cost a replay with neither block-layout jobs nor
 site rules (SWF traces).
 
-``make_dispatcher`` wraps each heuristic: its allocator in ``SitePlacement`` (observing
-each snapshot), the dispatcher in ``LayingOutDispatcher`` and ``SiteRulesDispatcher``. On
-a plain trace they find nothing to do. This replays the trace with the wrapped
-dispatcher and with the bare list dispatcher on the bare allocator, alternately, and
-prints the ratio of the simulation times (and checks the two schedules are the same).
+``make_dispatcher`` wraps each heuristic: its allocator in ``SitePlacement`` and
+``SteadyBlocks`` (observing each snapshot), the dispatcher in ``SteadyStarts`` (which lays
+block starts out) and ``SiteRulesDispatcher``. On a plain trace they find nothing to do.
+This replays the trace with the wrapped dispatcher and with the bare list dispatcher on
+the bare allocator, alternately, and prints the ratio of the simulation times (and
+checks the two schedules are the same).
 
     python bench/wrapper_overhead.py ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
 """

@@ -64,4 +64,4 @@ class SiteRulesDispatcher:
         )
 
     def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)  # transparent, as LayingOutDispatcher
+        return getattr(self.inner, name)  # transparent, as SteadyStarts
