@@ -49,11 +49,14 @@ def block_layout(units: int, fits: list[tuple[int, int]]) -> Allocation:
     return tuple(placed)
 
 
-def lay_out(snapshot: Snapshot, decision: Decision) -> Decision:
+def lay_out(
+    snapshot: Snapshot, decision: Decision, started: dict[str, Job] | None = None
+) -> Decision:
     """``decision`` with each start of a block job re-split the block way (module doc)."""
     if not decision.starts:
         return decision
-    started = started_jobs(snapshot, decision.starts)
+    if started is None:
+        started = started_jobs(snapshot, decision.starts)
     if not any(job.layout == "block" for job in started.values()):
         return decision
     free = FreeCapacity.of(snapshot)

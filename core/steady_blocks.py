@@ -64,14 +64,12 @@ class SteadyBlocks:
         self.wait = wait
         self.waiting = waiting if waiting is not None else {}
         self._snapshot: Snapshot | None = None
-        self._held: dict[int, Amounts] = {}
 
     def observe(self, snapshot: Snapshot, durations: Durations) -> None:
         observe = getattr(self.inner, "observe", None)
         if observe is not None:
             observe(snapshot, durations)
         self._snapshot = snapshot
-        self._held = {}
         if self.waiting:  # forget the jobs that started or left meanwhile
             queued = {job.id for job in snapshot.queued}
             for job_id in [j for j in self.waiting if j not in queued]:
@@ -97,13 +95,15 @@ class SteadyBlocks:
         """Whether Slurm's split of ``job`` on ``allocation``'s nodes comes out the same
         with every running job there ended."""
         nodes = [node for node, _ in allocation]
-        return steady_split(job, nodes, [free.row(n) for n in nodes], self._grown_rows(nodes, free))
+        grown = grown_rows(self._snapshot, nodes, free)
+        return steady_split(job, nodes, [free.row(n) for n in nodes], grown)
 
     def settled(self, job: Job, node: int, free: FreeCapacity) -> bool:
         """Whether ``job``'s fit on ``node`` cannot grow when the jobs running there end."""
         most = most_per_node(job)
         fit = min(units_fitting(free.row(node), job.wanted), most)
-        return fit == min(units_fitting(self._grown(node, free), job.wanted), most)
+        grown = grown_rows(self._snapshot, [node], free)[0]
+        return fit == min(units_fitting(grown, job.wanted), most)
 
     def waited_enough(self, job: Job) -> bool:
         """Whether ``job`` has waited ``wait`` seconds for a steady placement (starting
@@ -111,21 +111,18 @@ class SteadyBlocks:
         now = self._snapshot.time if self._snapshot is not None else 0
         return now - self.waiting.setdefault(job.id, now) >= self.wait
 
-    def _grown(self, node: int, free: FreeCapacity) -> Amounts:
-        """``node``'s row of ``free`` with what the snapshot's running jobs hold there."""
-        return self._grown_rows([node], free)[0]
 
-    def _grown_rows(self, nodes: Sequence[int], free: FreeCapacity) -> list[Amounts]:
-        snapshot = self._snapshot
-        if snapshot is None:
-            return [free.row(n) for n in nodes]
-        rows = []
-        for n in nodes:
-            held = self._held.get(n)
-            if held is None:
-                held = self._held[n] = held_by_running(snapshot, n)
-            rows.append(tuple(a + h for a, h in zip(free.row(n), held, strict=True)))
-        return rows
+def grown_rows(
+    snapshot: Snapshot | None, nodes: Sequence[int], free: FreeCapacity
+) -> list[Amounts]:
+    """The rows of ``free`` for ``nodes`` with what the snapshot's running jobs hold there
+    added: each node's room once they have ended."""
+    if snapshot is None:
+        return [free.row(n) for n in nodes]
+    return [
+        tuple(a + h for a, h in zip(free.row(n), held_by_running(snapshot, n), strict=True))
+        for n in nodes
+    ]
 
 
 def held_by_running(snapshot: Snapshot, node: int) -> Amounts:
@@ -160,17 +157,18 @@ class SteadyStarts:
         self.wait = wait
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
-        decision = lay_out(snapshot, self.inner.decide(snapshot, durations))
+        decision = self.inner.decide(snapshot, durations)
         if not decision.starts:
             return decision
         started = started_jobs(snapshot, decision.starts)
         if not any(job.layout == "block" for job in started.values()):
-            return decision  # trace replays: no block jobs
+            return decision  # trace replays: no block jobs, nothing to lay out
+        decision = lay_out(snapshot, decision, started)
         for _ in range(MAX_PASSES):
             checked, dropped = self._check(snapshot, decision, started)
             if not dropped:
                 return checked
-            decision = lay_out(snapshot, checked)  # the room they would have taken is free
+            decision = lay_out(snapshot, checked, started)  # their room is free again
         return self._check(snapshot, decision, started)[0]
 
     def _check(
@@ -190,10 +188,7 @@ class SteadyStarts:
                 free.give(start.allocation, job)  # its own share is its room
                 nodes = [n for n, _ in start.allocation]
                 room = [free.row(n) for n in nodes]
-                grown = [
-                    tuple(a + h for a, h in zip(r, held_by_running(snapshot, n), strict=True))
-                    for n, r in zip(nodes, room, strict=True)
-                ]
+                grown = grown_rows(snapshot, nodes, free)
                 free.take(start.allocation, job)
                 if not steady_split(job, nodes, room, grown):
                     if now - self.waits.setdefault(job.id, now) < self.wait:
