@@ -28,6 +28,7 @@ import math
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -221,6 +222,17 @@ def figures(rows: dict[str, tuple[int, int, int]]) -> dict[str, float]:
     }
 
 
+def split_holds(database: Path) -> dict[str, float | str]:
+    """From the service's audit: starts its final check took out for a split that could
+    drift, and queued task jobs waiting for a steady split, summed over the decisions."""
+    with sqlite3.connect(database) as db:
+        rows = [json.loads(d) for (d,) in db.execute("SELECT diagnostics FROM decisions")]
+    return {
+        "split_dropped": sum(d.get("split_dropped", 0) for d in rows),
+        "split_waiting_sum": sum(d.get("split_waiting", 0) for d in rows),
+    }
+
+
 def run_once(
     name: str, jobs: list[BenchJob], work: Path, outage_s: float
 ) -> dict[str, float | str]:
@@ -313,6 +325,7 @@ def run_once(
         result["fallback_periods"] = sum(e["event"] == "fallback_ended" for e in audit)
         result["cycles"] = bridge.metrics.counters.get("cycles_total", 0)
         service.stop()
+        result.update(split_holds(state_dir / "cpsched.db"))
     return result
 
 

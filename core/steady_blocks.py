@@ -148,7 +148,9 @@ class SteadyStarts:
     until its job has waited ``wait`` seconds, then marked ``may_drift`` (module doc).
 
     ``waits`` is the placer's record (:class:`SteadyBlocks`' ``waiting``): since when each
-    block job has waited for a steady split."""
+    block job has waited for a steady split. The decision's diagnostics say how many
+    queued jobs wait for one (``split_waiting``) and how many starts this check took out
+    (``split_dropped``, named in a note): starts a CP model counted on."""
 
     def __init__(self, inner: Dispatcher, waits: dict[str, int], wait: int) -> None:
         self.inner = inner
@@ -157,31 +159,52 @@ class SteadyStarts:
         self.wait = wait
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
-        decision = self.inner.decide(snapshot, durations)
+        decision, dropped = self._checked(snapshot, self.inner.decide(snapshot, durations))
+        if not self.waits:
+            return decision  # no block job waits for a steady split: nothing to report
+        started = {start.job_id for start in decision.starts}
+        d = decision.diagnostics
+        notes = d.notes
+        if dropped:
+            notes = (*notes, f"held back, their split could drift: {_listed(dropped)}")
+        diagnostics = replace(
+            d,
+            split_waiting=sum(job_id not in started for job_id in self.waits),
+            split_dropped=len(dropped),
+            notes=notes,
+        )
+        return replace(decision, diagnostics=diagnostics)
+
+    def _checked(self, snapshot: Snapshot, decision: Decision) -> tuple[Decision, list[str]]:
+        """``decision`` laid out and checked; the jobs whose starts were taken out."""
         if not decision.starts:
-            return decision
+            return decision, []
         started = started_jobs(snapshot, decision.starts)
         if not any(job.layout == "block" for job in started.values()):
-            return decision  # trace replays: no block jobs, nothing to lay out
+            return decision, []  # trace replays: no block jobs, nothing to lay out
         decision = lay_out(snapshot, decision, started)
+        dropped: list[str] = []
         for _ in range(MAX_PASSES):
-            checked, dropped = self._check(snapshot, decision, started)
-            if not dropped:
-                return checked
+            checked, taken_out = self._check(snapshot, decision, started)
+            dropped += taken_out
+            if not taken_out:
+                return checked, dropped
             decision = lay_out(snapshot, checked, started)  # their room is free again
-        return self._check(snapshot, decision, started)[0]
+        checked, taken_out = self._check(snapshot, decision, started)
+        return checked, dropped + taken_out
 
     def _check(
         self, snapshot: Snapshot, decision: Decision, started: dict[str, Job]
-    ) -> tuple[Decision, bool]:
-        """The decision with its drifting block starts taken out or marked; whether any
-        was taken out."""
+    ) -> tuple[Decision, list[str]]:
+        """The decision with its drifting block starts taken out or marked; the jobs
+        taken out."""
         free = FreeCapacity.of(snapshot)
         for start in decision.starts:
             free.take(start.allocation, started[start.job_id])
         now = snapshot.time
         kept = []
-        dropped = marked = False
+        dropped: list[str] = []
+        marked = False
         for start in decision.starts:
             job = started[start.job_id]
             if job.layout == "block" and len(start.allocation) > 1 and not start.may_drift:
@@ -192,17 +215,22 @@ class SteadyStarts:
                 free.take(start.allocation, job)
                 if not steady_split(job, nodes, room, grown):
                     if now - self.waits.setdefault(job.id, now) < self.wait:
-                        dropped = True
+                        dropped.append(job.id)
                         continue
                     start = replace(start, may_drift=True)
                     marked = True
             kept.append(start)
         if not (dropped or marked):
-            return decision, False
+            return decision, []
         return replace(decision, starts=tuple(kept)), dropped
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)  # transparent, as LayingOutDispatcher
+
+
+def _listed(job_ids: Sequence[str], most: int = 10) -> str:
+    shown = ", ".join(job_ids[:most])
+    return shown if len(job_ids) <= most else f"{shown} and {len(job_ids) - most} more"
 
 
 def steady_placement(job: Job, free: FreeCapacity, settled: frozenset[int]) -> Allocation | None:

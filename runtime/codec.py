@@ -403,6 +403,8 @@ def to_decision_out(
             model_variables=d.model_variables,
             model_constraints=d.model_constraints,
             model_intervals=d.model_intervals,
+            split_waiting=d.split_waiting,
+            split_dropped=d.split_dropped,
             notes=_at_most([*notes, *d.notes], MAX_NOTES),
         ),
     )
@@ -548,6 +550,8 @@ def decision_from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
             model_variables=d.model_variables,
             model_constraints=d.model_constraints,
             model_intervals=d.model_intervals,
+            split_waiting=d.split_waiting,
+            split_dropped=d.split_dropped,
             notes=tuple(d.notes),
         ),
     )

@@ -64,6 +64,20 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.split_waiting = Gauge(
+            "cpsched_split_waiting_jobs",
+            "Queued task jobs waiting for a steady split (one a running job's end cannot "
+            "change) in the latest decision.",
+            ["cluster"],
+            registry=r,
+        )
+        self.split_dropped = Counter(
+            "cpsched_split_dropped_total",
+            "Starts the dispatcher decided and the final check took out because their "
+            "split could drift.",
+            ["cluster"],
+            registry=r,
+        )
         self.rejected_jobs = Counter(
             "cpsched_rejected_jobs_total",
             "Queued jobs left out of a decision (unknown resource type, too big...).",

@@ -333,6 +333,8 @@ class Orchestrator:
         m.queued.labels(cluster).set(len(snapshot.queued))
         m.running.labels(cluster).set(len(snapshot.running))
         m.rejected_jobs.labels(cluster).inc(len(answer.rejected))
+        m.split_waiting.labels(cluster).set(d.split_waiting)
+        m.split_dropped.labels(cluster).inc(d.split_dropped)
         if not answer.dry_run:
             m.started.labels(cluster).inc(len(answer.starts))
             m.extensions.labels(cluster).inc(len(answer.extensions))

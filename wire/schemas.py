@@ -253,6 +253,15 @@ class DiagnosticsOut(ResponseModel):
     model_variables: int = 0
     model_constraints: int = 0
     model_intervals: int = 0
+    split_waiting: int = Field(
+        default=0,
+        description="Queued task jobs not started because they wait for a steady split "
+        "(one a running job's end cannot change), at most the policy's split_wait.",
+    )
+    split_dropped: int = Field(
+        default=0,
+        description="Of which starts the dispatcher had decided and the final check took out.",
+    )
     notes: list[str] = Field(default_factory=list)
 
 

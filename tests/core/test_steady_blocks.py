@@ -95,6 +95,7 @@ def test_the_wait_for_a_steady_split_is_bounded(dispatcher):
         decision = policy.decide(snap, limits_as_durations(snap))
         check_decision(snap, decision)
         started[t] = [(s.job_id, s.may_drift) for s in decision.starts]
+        assert decision.diagnostics.split_waiting == (t < 30)
     # It starts knowingly on a split that may drift: marked so, the bridge starts it at once.
     assert started == {0: [], 20: [], 30: [("b", True)]}
     assert state.split_waits == {"b": 0}
@@ -103,6 +104,25 @@ def test_the_wait_for_a_steady_split_is_bounded(dispatcher):
     at_once = make_dispatcher(dispatcher, "best-fit", split_wait=0)
     starts = at_once.decide(snap, limits_as_durations(snap)).starts
     assert [(s.job_id, s.may_drift) for s in starts] == [("b", True)]
+
+
+def test_the_final_check_counts_and_names_the_starts_it_takes_out():
+    # EASY places q2 (4 tasks) steadily on n0 and n2 on its own; q3, backfilled after it,
+    # takes room on those nodes, so with the whole decision's room q2's split could drift:
+    # the final check takes it out. q0 waits in the placer (no steady split for 9 tasks).
+    used = {0: 1, 1: 2}
+    runs = [running(job(f"r{n}", units=u, limit=50 + 10 * n), 0, [(n, u)]) for n, u in used.items()]
+    queue = [
+        block(job(f"q{k}", units=units, limit=limit, submit=k))
+        for k, (units, limit) in enumerate([(9, 180), (9, 141), (4, 15), (2, 47)])
+    ]
+    snap = snapshot(0, nodes(4, 4, 4), runs, queue)
+    decision = make_dispatcher("easy", "best-fit").decide(snap, limits_as_durations(snap))
+    check_decision(snap, decision)
+    assert [s.job_id for s in decision.starts] == ["q3"]
+    d = decision.diagnostics
+    assert (d.split_waiting, d.split_dropped) == (2, 1)
+    assert "held back, their split could drift: q2" in d.notes
 
 
 def test_a_node_the_job_cannot_gain_room_on_is_settled():

@@ -235,9 +235,11 @@ def test_job_info_says_a_task_job_waits_for_a_split_that_cannot_drift(client):
     tasks = {**job("t1", submit=900, units=5), "layout": "block"}
     decision = dispatch(client, snapshot(nodes=nodes, running=[running], queued=[tasks])).json()
     assert decision["starts"] == []
+    assert decision["diagnostics"]["split_waiting"] == 1
     info = client.get("/v1/clusters/c1/jobs/t1", headers=AUTH).json()
     assert info["pending"]["waits_for"] == {}
     assert any("Slurm spreads its tasks" in rule for rule in info["pending"]["rules"])
+    assert 'cpsched_split_waiting_jobs{cluster="c1"} 1.0' in client.get("/metrics").text
 
 
 def test_walltime_extension_directive(make_client):
