@@ -19,6 +19,7 @@ request costs the requests beside it.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import tempfile
@@ -31,6 +32,8 @@ import httpx
 from service_common import HEADERS, TOKEN, peak_rss_mb, percentile, postgres_database
 
 from cpsched.cli.local_service import local_service
+from cpsched.wire.deltas import HeldSnapshot, delta_between
+from cpsched.wire.schemas import DispatchRequest
 
 CORES, MEM = 64, 256_000
 NOW = 1_000_000
@@ -99,6 +102,22 @@ def snapshots(nodes: int, queued: int, calls: int, seed: int = 1) -> list[bytes]
     return bodies
 
 
+PLACEHOLDER = b"0" * 64
+"""The base of a prepared delta until the previous answer names its snapshot."""
+
+
+def as_deltas(bodies: list[bytes]) -> list[bytes]:
+    """The warm-up snapshot whole, then each next one as a delta against the one before
+    (``--delta``: what :class:`~cpsched.wire.client.ServiceClient` sends), its base left
+    to fill in from the previous answer."""
+    requests = [DispatchRequest.model_validate_json(body) for body in bodies]
+    deltas = [bodies[0]]
+    for before, after in itertools.pairwise(requests):
+        held = HeldSnapshot.of(before, PLACEHOLDER.decode())
+        deltas.append(delta_between(held, after).model_dump_json().encode())
+    return deltas
+
+
 class HealthProbe:
     """GETs /healthz every 20 ms in a thread, noting the round trips while ``counting``."""
 
@@ -130,6 +149,8 @@ def run(
     nodes: int, queued: int, dispatcher: str, args: argparse.Namespace, url: str | None
 ) -> dict[str, float]:
     bodies = snapshots(nodes, queued, args.calls)
+    if args.delta:
+        bodies = as_deltas(bodies)
     work = Path(tempfile.mkdtemp(prefix="cpsched-scale-"))
     defaults = {"dispatcher": dispatcher, "deadline": args.deadline}
     with (
@@ -138,16 +159,22 @@ def run(
         HealthProbe(service.url) as probe,
     ):
         trips, late, fallbacks = [], 0, 0
+        digest = b""
         for call, body in enumerate(bodies):
             probe.counting = call > 0
+            path = "/v1/clusters/scale/dispatch"
+            if args.delta and call > 0:
+                path, body = f"{path}/delta", body.replace(PLACEHOLDER, digest, 1)
             began = time.perf_counter()
-            response = client.post("/v1/clusters/scale/dispatch", content=body, headers=HEADERS)
+            response = client.post(path, content=body, headers=HEADERS)
             elapsed = time.perf_counter() - began
             if response.status_code != 200:
                 raise SystemExit(f"{response.status_code}: {response.text[:500]}")
             if call == 0:
+                digest = response.json()["snapshot_digest"].encode()
                 continue  # warm-up: every job is new
             trips.append(elapsed)
+            digest = response.json()["snapshot_digest"].encode()
             late += elapsed > args.deadline + 0.15
             fallbacks += response.json()["diagnostics"]["fallback"]
         assert service.process is not None
@@ -174,10 +201,14 @@ def main() -> None:
     )
     parser.add_argument("--dispatchers", default="easy,hcp3")
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL, not SQLite.")
+    parser.add_argument(
+        "--delta", action="store_true", help="After the warm-up, post deltas (/dispatch/delta)."
+    )
     args = parser.parse_args()
     print(
         f"deadline {args.deadline} s, {args.calls} calls per row after a warm-up; "
         f"{'PostgreSQL' if args.postgres else 'SQLite'}; late = over deadline + 150 ms"
+        f"{'; deltas after the warm-up (body MB: the whole snapshot)' if args.delta else ''}"
     )
     header = ("nodes", "queued", "body MB", "dispatcher", "p50 s", "p99 s", "max s", "late")
     print("{:>6} {:>7} {:>8} {:>10} {:>7} {:>7} {:>7} {:>5} {:>9} {:>8} {:>10}".format(

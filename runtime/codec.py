@@ -272,7 +272,35 @@ def to_site(
     )
 
 
-def to_snapshot(wire: SnapshotIn) -> Translated:
+@dataclass(slots=True)
+class TranslationMemo:
+    """What a cluster's previous snapshot translated to, for its next one to reuse.
+
+    Consecutive snapshots share almost all of their jobs (a delta's merged snapshot even
+    the same wire objects): each wire job equal to one translated last time gets the same
+    core job (or rejection) again, as long as the nodes, partitions and reservations it
+    was translated against are the same. At 100,000 queued jobs that saves most of the
+    translation (0.45 s)."""
+
+    context: tuple[list[NodeIn], list[PartitionIn], list[ReservationIn]] | None = None
+    queued: dict[str, tuple[JobIn, Job | RejectedJobOut]] = field(default_factory=dict)
+    running: dict[str, tuple[RunningJobIn, RunningJob]] = field(default_factory=dict)
+
+
+def _remembered(memo: dict[str, tuple[Any, Any]], wire: JobIn) -> Any:
+    """What ``wire`` translated to last time, if it is the same job as then."""
+    hit = memo.get(wire.id)
+    if hit is not None and (hit[0] is wire or hit[0] == wire):
+        return hit[1]
+    return None
+
+
+def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Translated:
+    """The core's snapshot of ``wire``, reusing (and updating) ``memo``'s translations."""
+    context = (wire.nodes, wire.partitions, wire.reservations)
+    earlier = TranslationMemo()
+    if memo is not None and memo.context == context:
+        earlier = TranslationMemo(context, memo.queued, memo.running)
     names = resource_names([n.resources for n in wire.nodes])
     index = {name: r for r, name in enumerate(names)}
     node_index: dict[str, int] = {}
@@ -285,46 +313,25 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
     used = [[0] * len(names) for _ in wire.nodes]
     running: list[RunningJob] = []
     seen: set[str] = set()
+    running_memo: dict[str, tuple[RunningJobIn, RunningJob]] = {}
     for rj in wire.running:
         if rj.id in seen:
             raise SnapshotError(f"running job {rj.id!r} is listed twice")
         seen.add(rj.id)
-        unit_request = _amounts(f"running job {rj.id!r}", rj.per_unit, index)
-        allocation = []
-        for node_name, units in rj.allocation.items():
-            if node_name not in node_index:
-                raise SnapshotError(
-                    f"running job {rj.id!r} is allocated to node {node_name!r}, which is not "
-                    "in the snapshot's node list; send every node that runs a job"
-                )
-            at = node_index[node_name]
-            allocation.append((at, units))
+        core = _remembered(earlier.running, rj)
+        if core is None:
+            core = _running_job(rj, names, index, node_index)
+        running_memo[rj.id] = (rj, core)
+        running.append(core)
+        unit_request = core.job.unit_request
+        for at, units in core.allocation:
             row = used[at]
             for r, amount in enumerate(unit_request):
                 row[r] += units * amount
-        running.append(
-            RunningJob(
-                # Once it runs, only whether it takes its nodes whole still matters.
-                core_job(rj, unit_request, names, RUNS_EXCLUSIVE if rj.exclusive else None),
-                rj.start,
-                rj.time_limit,
-                tuple(allocation),
-                rj.extensions,
-            )
-        )
 
     rejected: list[RejectedJobOut] = []
     notes: list[str] = []
-    nodes: list[Node] = []
-    for node, row in zip(wire.nodes, used, strict=True):
-        capacity = tuple(node.resources.get(name, 0) for name in names)
-        if node.state != "up":
-            capacity = tuple(row)
-        elif any(u > c for u, c in zip(row, capacity, strict=True)):
-            notes.append(f"node {node.name} is over-committed; treated as full")
-            capacity = tuple(max(u, c) for u, c in zip(row, capacity, strict=True))
-        nodes.append(Node(node.name, capacity, frozenset(node.features)))
-
+    nodes = _nodes(wire.nodes, used, names, notes)
     nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
     # Units of each job shape the idle machine could hold; queues repeat a few shapes.
     room: dict[tuple[tuple[int, int], ...], int] = {}
@@ -332,29 +339,92 @@ def to_snapshot(wire: SnapshotIn) -> Translated:
     # 100,000 jobs repeats a few dozen.
     shapes: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}
     queued: list[Job] = []
+    queued_memo: dict[str, tuple[JobIn, Job | RejectedJobOut]] = {}
     for wj in wire.queued:
         if wj.id in seen:
             raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
         seen.add(wj.id)
-        try:
-            shape = tuple(wj.per_unit.items())
-            amounts = shapes.get(shape)
-            if amounts is None:
-                amounts = shapes[shape] = _amounts(f"job {wj.id!r}", wj.per_unit, index)
-            job = core_job(wj, amounts, names, job_constraints(wj, site))
-        except SnapshotError as exc:
-            rejected.append(RejectedJobOut(job_id=wj.id, reason=str(exc)))
-            continue
-        never = _never_starts(job, site, nominal, room)
-        if never is not None:
-            rejected.append(RejectedJobOut(job_id=wj.id, reason=never))
-            continue
-        queued.append(job)
+        outcome = _remembered(earlier.queued, wj)
+        if outcome is None:
+            outcome = _queued_job(wj, names, index, site, shapes, nominal, room)
+        queued_memo[wj.id] = (wj, outcome)
+        if isinstance(outcome, RejectedJobOut):
+            rejected.append(outcome)
+        else:
+            queued.append(outcome)
+    if memo is not None:
+        memo.context, memo.queued, memo.running = context, queued_memo, running_memo
 
     # make_snapshot derives free capacity from the (adjusted) capacities and sorts the
     # queue stably by submit time, keeping the bridge's order for equal times.
     snapshot = make_snapshot(wire.time, names, nodes, running, queued, site)
     return Translated(snapshot, rejected, notes)
+
+
+def _nodes(
+    wire: Sequence[NodeIn], used: Sequence[Sequence[int]], names: tuple[str, ...], notes: list[str]
+) -> list[Node]:
+    """The core's nodes, given what the running jobs ``used`` on each: a node that is not
+    up offers nothing new, an over-committed one is full (noted)."""
+    nodes: list[Node] = []
+    for node, row in zip(wire, used, strict=True):
+        capacity = tuple(node.resources.get(name, 0) for name in names)
+        if node.state != "up":
+            capacity = tuple(row)
+        elif any(u > c for u, c in zip(row, capacity, strict=True)):
+            notes.append(f"node {node.name} is over-committed; treated as full")
+            capacity = tuple(max(u, c) for u, c in zip(row, capacity, strict=True))
+        nodes.append(Node(node.name, capacity, frozenset(node.features)))
+    return nodes
+
+
+def _running_job(
+    rj: RunningJobIn,
+    names: tuple[str, ...],
+    index: Mapping[str, int],
+    node_index: Mapping[str, int],
+) -> RunningJob:
+    unit_request = _amounts(f"running job {rj.id!r}", rj.per_unit, index)
+    allocation = []
+    for node_name, units in rj.allocation.items():
+        if node_name not in node_index:
+            raise SnapshotError(
+                f"running job {rj.id!r} is allocated to node {node_name!r}, which is not "
+                "in the snapshot's node list; send every node that runs a job"
+            )
+        allocation.append((node_index[node_name], units))
+    return RunningJob(
+        # Once it runs, only whether it takes its nodes whole still matters.
+        core_job(rj, unit_request, names, RUNS_EXCLUSIVE if rj.exclusive else None),
+        rj.start,
+        rj.time_limit,
+        tuple(allocation),
+        rj.extensions,
+    )
+
+
+def _queued_job(
+    wj: JobIn,
+    names: tuple[str, ...],
+    index: Mapping[str, int],
+    site: Site,
+    shapes: dict[tuple[tuple[str, int], ...], tuple[int, ...]],
+    nominal: Sequence[tuple[int, ...]],
+    room: dict[tuple[tuple[int, int], ...], int],
+) -> Job | RejectedJobOut:
+    """The core job of a queued wire job, or why it is left out of the decision."""
+    try:
+        shape = tuple(wj.per_unit.items())
+        amounts = shapes.get(shape)
+        if amounts is None:
+            amounts = shapes[shape] = _amounts(f"job {wj.id!r}", wj.per_unit, index)
+        job = core_job(wj, amounts, names, job_constraints(wj, site))
+    except SnapshotError as exc:
+        return RejectedJobOut(job_id=wj.id, reason=str(exc))
+    never = _never_starts(job, site, nominal, room)
+    if never is not None:
+        return RejectedJobOut(job_id=wj.id, reason=never)
+    return job
 
 
 def to_decision_out(
@@ -369,11 +439,13 @@ def to_decision_out(
     solve_ms: float,
     dry_run: bool,
     decision_id: int | None,
+    snapshot_digest: str = "",
 ) -> DecisionOut:
     node_names = [node.name for node in snapshot.nodes]
     d = decision.diagnostics
     return DecisionOut(
         cluster=cluster,
+        snapshot_digest=snapshot_digest,
         decision_id=decision_id,
         time=snapshot.time,
         dry_run=dry_run,

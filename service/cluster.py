@@ -16,9 +16,10 @@ from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.state import DispatcherState
 from cpsched.predictor.base import Predictor
 from cpsched.runtime.cluster import Cluster
-from cpsched.runtime.codec import core_job
+from cpsched.runtime.codec import TranslationMemo, core_job
 from cpsched.runtime.durations import CENSORED_STATES
 from cpsched.runtime.policy import Policy
+from cpsched.wire.deltas import HeldSnapshot
 from cpsched.wire.schemas import FinishedJobIn
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,10 @@ class ClusterRuntime(Cluster):
         """What :attr:`last_decision` was decided on: the snapshot's digest and the
         durations of its jobs (an identical input is answered with the same decision)."""
         self.last_rejected: dict[str, str] = {}
+        self.held: HeldSnapshot | None = None
+        """The snapshot of the latest answer: the base a delta must name."""
+        self.memo = TranslationMemo()
+        """The latest snapshot's translations, for the next snapshot to reuse."""
         self.observed = 0
         self._answer_s = 0.0
         self._fallback_s = 0.0

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cpsched.errors import InputError
 from cpsched.service.metrics import ServiceMetrics
+from cpsched.wire.deltas import StaleBaseError
 from cpsched.wire.schemas import ErrorOut, shown
 
 log = logging.getLogger("cpsched.service.app")
@@ -45,6 +46,10 @@ def install_error_handlers(app: FastAPI, metrics: ServiceMetrics) -> None:
         )
         # The locations quote the client's keys: escaped, so that any of them can be shown.
         return error(422, "invalid_request", shown(problems, 4000))
+
+    @app.exception_handler(StaleBaseError)
+    async def stale_base(_request: Request, exc: StaleBaseError) -> JSONResponse:
+        return error(409, "stale_base", shown(str(exc), 4000))
 
     @app.exception_handler(InputError)
     async def bad_input(_request: Request, exc: InputError) -> JSONResponse:

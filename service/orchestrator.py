@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
@@ -33,6 +34,7 @@ from cpsched.service.pending import pending
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history
 from cpsched.service.store.models import DecisionRow
+from cpsched.wire.deltas import HeldSnapshot, apply_delta
 from cpsched.wire.schemas import (
     AuditEntryOut,
     AuditPageOut,
@@ -45,6 +47,7 @@ from cpsched.wire.schemas import (
     JobInfoOut,
     Name,
     RefusedFinishedOut,
+    SnapshotDeltaIn,
     StartOut,
     end_state,
     shown,
@@ -168,10 +171,23 @@ class Orchestrator:
         every object of the process) worth a quarter of the call; reference counting
         frees what the call drops, the collector runs at its next threshold after it."""
         with collector_paused():
-            return self._dispatch(cluster, request, digest, arrived)
+            return self._dispatch(cluster, lambda _: HeldSnapshot.of(request, digest), arrived)
+
+    def dispatch_delta(
+        self, cluster: str, delta: SnapshotDeltaIn, arrived: float | None = None
+    ) -> DecisionOut:
+        """As :meth:`dispatch`, on the snapshot ``delta`` makes of the cluster's latest
+        (:mod:`cpsched.wire.deltas`; :class:`StaleBaseError` if that is not its base)."""
+        with collector_paused():
+            return self._dispatch(
+                cluster, lambda runtime: apply_delta(runtime.held, delta), arrived
+            )
 
     def _dispatch(
-        self, cluster: str, request: DispatchRequest, digest: str, arrived: float | None
+        self,
+        cluster: str,
+        read: Callable[[ClusterRuntime], HeldSnapshot],
+        arrived: float | None,
     ) -> DecisionOut:
         began = time.perf_counter() if arrived is None else arrived
         before = time.perf_counter()
@@ -181,9 +197,12 @@ class Orchestrator:
         # call after a start always fell back at the 0.2 s default deadline.
         set_up = time.perf_counter() - before
         due = began + runtime.policy.deadline + set_up
-        translated = to_snapshot(request)  # SnapshotError → 422, before any state changes
-        snapshot = translated.snapshot
         with runtime.lock:
+            held = read(runtime)  # a delta needs the cluster's latest snapshot
+            request, digest = held.request, held.digest
+            # SnapshotError → 422, before any state changes (the memo is only a cache).
+            translated = to_snapshot(request, runtime.memo)
+            snapshot = translated.snapshot
             runtime.catch_up()
             runtime.resource_names = snapshot.resource_names
             with self.sessions() as session:
@@ -228,6 +247,7 @@ class Orchestrator:
                 solve_ms=solve_s * 1000.0,
                 dry_run=request.dry_run,
                 decision_id=None,
+                snapshot_digest=digest,
             )
             with self.sessions.begin() as session:
                 if not request.dry_run:
@@ -244,6 +264,7 @@ class Orchestrator:
                 if self.settings.audit_snapshots:
                     row.snapshot = request.model_dump(mode="json")
                 decision_id = history.record_decision(session, row)
+            runtime.held = held  # answered: the base of the cluster's next delta
             answered = time.perf_counter()
             runtime.learn_answer(answered - decided)
         self._count(cluster, snapshot, answer, solve_s, answered - began)

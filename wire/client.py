@@ -11,10 +11,16 @@ from typing import TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from cpsched.wire.deltas import HeldSnapshot, delta_between
 from cpsched.wire.errors import ServiceRejected, ServiceUnavailable
 from cpsched.wire.schemas import DecisionOut, DispatchRequest, FinishedAck, FinishedBatch
 
 Answer = TypeVar("Answer", bound=BaseModel)
+
+RESEND_WHOLE = {404, 409, 422}
+"""A delta refused with these is sent again whole: the service predates deltas (404),
+holds another base (409), or finds the delta inconsistent with it (422; the whole
+snapshot then gets the real error, if any)."""
 
 
 class ServiceClient:
@@ -28,8 +34,13 @@ class ServiceClient:
         *,
         timeout_s: float,
         transport: httpx.BaseTransport | None = None,
+        deltas: bool = True,
     ) -> None:
         self.cluster = cluster
+        self.deltas = deltas
+        """Whether snapshots after the first go as deltas (turned off by a service
+        without ``/dispatch/delta``)."""
+        self._held: HeldSnapshot | None = None
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
             headers={"Authorization": f"Bearer {token}"} if token else {},
@@ -65,7 +76,25 @@ class ServiceClient:
             ) from None
 
     def dispatch(self, request: DispatchRequest) -> DecisionOut:
-        return self._post(f"/v1/clusters/{self.cluster}/dispatch", request, DecisionOut)
+        """The service's decision on ``request``: sent as a delta against the snapshot of
+        the previous answer when the service still holds it (:mod:`cpsched.wire.deltas`),
+        else whole."""
+        path = f"/v1/clusters/{self.cluster}/dispatch"
+        held, self._held = self._held, None  # a failed call leaves no base: next is whole
+        answer: DecisionOut | None = None
+        if held is not None:
+            try:
+                answer = self._post(f"{path}/delta", delta_between(held, request), DecisionOut)
+            except ServiceRejected as exc:
+                if exc.status not in RESEND_WHOLE:
+                    raise
+                if exc.status == 404:
+                    self.deltas = False  # a service that predates deltas
+        if answer is None:
+            answer = self._post(path, request, DecisionOut)
+        if self.deltas and answer.snapshot_digest:
+            self._held = HeldSnapshot.of(request, answer.snapshot_digest)
+        return answer
 
     def post_finished(self, batch: FinishedBatch) -> FinishedAck:
         return self._post(f"/v1/clusters/{self.cluster}/jobs/finished", batch, FinishedAck)

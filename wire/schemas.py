@@ -213,6 +213,48 @@ class DispatchRequest(SnapshotIn):
     )
 
 
+Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="A SHA-256, hex.")]
+
+
+class SnapshotDeltaIn(WireModel):
+    """What changed since the snapshot of an earlier answer (its ``snapshot_digest``):
+    large queues send this instead of the whole snapshot (``/dispatch/delta``)."""
+
+    base: Digest = Field(
+        description="snapshot_digest of the answer this applies to: the service's latest "
+        "for the cluster (else 409: send the whole snapshot)."
+    )
+    time: Time = Field(description="The cluster's clock; the service reads no other.")
+    dry_run: bool = Field(
+        False, description="Compute a decision but record nothing as applied (shadow mode)."
+    )
+    nodes: list[NodeIn] | None = Field(
+        None, max_length=MAX_NODES, description="Every node, when any changed; else omitted."
+    )
+    partitions: list[PartitionIn] | None = Field(
+        None, max_length=10_000, description="Every partition, when any changed; else omitted."
+    )
+    reservations: list[ReservationIn] | None = Field(
+        None, max_length=10_000, description="Every reservation, when any changed; else omitted."
+    )
+    running: list[RunningJobIn] = Field(
+        default_factory=list,
+        max_length=1_000_000,
+        description="Running jobs new since the base (started, or sent as queued there) or "
+        "changed.",
+    )
+    queued: list[JobIn] = Field(
+        default_factory=list,
+        max_length=1_000_000,
+        description="Queued jobs new since the base (submitted, or requeued) or changed.",
+    )
+    gone: list[Name] = Field(
+        default_factory=list,
+        max_length=1_000_000,
+        description="Ids of the base's jobs no longer queued nor running (ended, cancelled).",
+    )
+
+
 class StartOut(ResponseModel):
     job_id: str
     allocation: dict[str, int] = Field(description="Units on each chosen node, by node name.")
@@ -267,6 +309,11 @@ class DiagnosticsOut(ResponseModel):
 
 class DecisionOut(ResponseModel):
     cluster: str
+    snapshot_digest: str = Field(
+        "",
+        description="The snapshot decided on (dry_run aside): the base of a next delta, and "
+        "the audit row's digest.",
+    )
     decision_id: int | None = Field(description="Audit row of this decision (None if dry run).")
     time: int
     dry_run: bool

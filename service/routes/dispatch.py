@@ -1,8 +1,7 @@
-"""``/v1/clusters/{cluster}/dispatch``: decide which queued jobs start now, and where."""
+"""``/v1/clusters/{cluster}/dispatch``: decide which queued jobs start now, and where;
+``.../dispatch/delta``: the same on what changed since the latest answer's snapshot."""
 
 from __future__ import annotations
-
-import hashlib
 
 from fastapi import APIRouter, Request, Response
 
@@ -10,7 +9,8 @@ from cpsched.service.asgi import ARRIVED_SCOPE_KEY
 from cpsched.service.deps import Authorised, ClusterName, OrchestratorDep
 from cpsched.service.routes.common import ERRORS
 from cpsched.service.routes.reading import ReadInThread
-from cpsched.wire.schemas import DecisionOut, DispatchRequest
+from cpsched.wire.deltas import snapshot_digest
+from cpsched.wire.schemas import DecisionOut, DispatchRequest, ErrorOut, SnapshotDeltaIn
 
 # The snapshot is read in a worker thread (up to 100,000 jobs: not on the event loop).
 router = APIRouter(prefix="/v1/clusters/{cluster}", responses=ERRORS, route_class=ReadInThread)
@@ -30,8 +30,27 @@ def dispatch(
 ) -> Response:
     # Digest of the parsed snapshot (dry_run aside: the audit row says it): the audit row
     # names exactly what was decided on, and an identical snapshot gets the same answer.
-    digest = hashlib.sha256(body.model_dump_json(exclude={"dry_run"}).encode()).hexdigest()
+    digest = snapshot_digest(body)
     answer = orchestrator.dispatch(cluster, body, digest, request.scope.get(ARRIVED_SCOPE_KEY))
     # Rendered here, in the worker thread, from the validated model: FastAPI would validate
     # and render it again on the event loop.
+    return Response(answer.model_dump_json(), media_type="application/json")
+
+
+@router.post(
+    "/dispatch/delta",
+    response_model=DecisionOut,
+    summary="As /dispatch, on what changed since the snapshot of the cluster's latest answer.",
+    responses={
+        409: {"model": ErrorOut, "description": "Not on the latest snapshot: send it whole."}
+    },
+)
+def dispatch_delta(
+    cluster: ClusterName,
+    body: SnapshotDeltaIn,
+    _token: Authorised,
+    orchestrator: OrchestratorDep,
+    request: Request,
+) -> Response:
+    answer = orchestrator.dispatch_delta(cluster, body, request.scope.get(ARRIVED_SCOPE_KEY))
     return Response(answer.model_dump_json(), media_type="application/json")

@@ -9,7 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import Decision, Node, Start, decision_violations, make_snapshot
-from cpsched.runtime.codec import decision_from_wire, to_decision_out, to_snapshot
+from cpsched.runtime.codec import (
+    TranslationMemo,
+    decision_from_wire,
+    to_decision_out,
+    to_snapshot,
+)
 from cpsched.runtime.policy import Policy
 from cpsched.service.cluster import ClusterRuntime
 from cpsched.wire.schemas import DecisionOut, DispatchRequest
@@ -119,3 +124,27 @@ def test_a_start_that_may_drift_says_so_on_the_wire_and_back():
     assert out.starts[0].may_drift and out.starts[0].allocation == {"a": 3, "b": 2}
     back = decision_from_wire(DecisionOut.model_validate_json(out.model_dump_json()), snapshot)
     assert back.starts == decision.starts
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(wire_snapshots(), min_size=2, max_size=4), st.data())
+def test_a_translation_memo_changes_nothing_but_the_work(wires, data):
+    """Snapshots translated one after the other with a memo (as a cluster's are) give what
+    each gives on its own: jobs the next snapshot repeats reuse their translation only
+    while the nodes, partitions and reservations are the same."""
+    memo = TranslationMemo()
+    previous = None
+    for wire in wires:
+        # The next snapshot often repeats some of the previous one's jobs, on the same
+        # machine or (a node added, drained...) on another.
+        if previous is not None and previous.queued and data.draw(st.booleans()):
+            kept = {job.id: job for job in data.draw(st.lists(st.sampled_from(previous.queued)))}
+            new = [job for job in wire.queued if job.id not in kept]
+            update: dict[str, object] = {"queued": [*kept.values(), *new]}
+            if data.draw(st.booleans()):
+                update |= {"nodes": previous.nodes, "running": previous.running}
+            wire = wire.model_copy(update=update)
+        fresh, remembered = to_snapshot(wire), to_snapshot(wire, memo)
+        assert remembered.snapshot == fresh.snapshot
+        assert remembered.rejected == fresh.rejected
+        previous = wire

@@ -102,6 +102,9 @@ def test_a_read_only_token_reads_but_never_posts(client):
     body = {"jobs": [finished("f1", 0, 10)]}
     posted = client.post("/v1/clusters/c1/jobs/finished", json=body, headers=reader)
     assert posted.status_code == 403
+    delta = {"base": "0" * 64, "time": 1000}
+    posted = client.post("/v1/clusters/c1/dispatch/delta", json=delta, headers=reader)
+    assert posted.status_code == 403
     assert dispatch(client, snapshot(queued=[job("q1")])).status_code == 200
     assert client.get("/v1/clusters/c1/decisions", headers=reader).json()["entries"]
     assert client.get("/v1/clusters/c1/jobs/q1", headers=reader).json()["state"] == "queued"

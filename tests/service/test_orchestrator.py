@@ -195,9 +195,9 @@ def test_the_deadline_covers_the_whole_answer(make_client, monkeypatch):
     convert = orchestrator.to_snapshot
     reading = {"seconds": 0.3}
 
-    def slow_to_read(request):
+    def slow_to_read(request, memo=None):
         time.sleep(reading["seconds"])
-        return convert(request)
+        return convert(request, memo)
 
     monkeypatch.setattr(orchestrator, "to_snapshot", slow_to_read)
     try:

@@ -1,0 +1,147 @@
+"""Snapshot deltas: what changed since the snapshot the service last answered on.
+
+A bridge of a large site sends its whole queue every cycle; at 100,000 queued jobs
+reading and validating that alone takes longer than a short deadline. Between two
+cycles about 1% of it changes. A :class:`~cpsched.wire.schemas.SnapshotDeltaIn` carries
+only that, against a *base*: the ``snapshot_digest`` of an answer. Both ends keep the
+snapshot that digest names (:class:`HeldSnapshot`): the client builds the next delta from
+it (:func:`delta_between`), the service applies the delta to it (:func:`apply_delta`).
+
+The service holds one base per cluster, the snapshot of its latest answer. A delta on
+any other base (the service restarted, another bridge posted meanwhile) is refused with
+:class:`StaleBaseError` (HTTP 409); the client then sends the whole snapshot, which
+becomes the new base.
+
+Merged snapshots keep jobs in the order they were first sent, new ones last (the core
+orders the queue by submit time or priority; equal submit times keep this order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from cpsched.errors import InputError
+from cpsched.wire.schemas import DispatchRequest, JobIn, RunningJobIn, SnapshotDeltaIn
+
+MAX_JOBS = 1_000_000
+"""Queued (and running) jobs a merged snapshot may hold: a whole snapshot's bound."""
+
+
+class StaleBaseError(InputError):
+    """A delta's base is not the snapshot the service holds for the cluster."""
+
+
+class DeltaError(InputError):
+    """A delta cannot apply to its base (a job listed twice, gone but never sent...)."""
+
+
+def snapshot_digest(request: DispatchRequest) -> str:
+    """The digest a whole snapshot is answered under (``dry_run`` aside)."""
+    return hashlib.sha256(request.model_dump_json(exclude={"dry_run"}).encode()).hexdigest()
+
+
+def delta_digest(delta: SnapshotDeltaIn) -> str:
+    """The digest of the snapshot a delta makes: its base's chained with the delta, so
+    that it names exactly what was sent (``dry_run`` aside)."""
+    sent = delta.model_dump_json(exclude={"dry_run"}).encode()
+    return hashlib.sha256(delta.base.encode() + sent).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class HeldSnapshot:
+    """A snapshot as a delta's base: the request, its jobs by id, and its digest."""
+
+    digest: str
+    request: DispatchRequest
+    queued: dict[str, JobIn]
+    running: dict[str, RunningJobIn]
+
+    @classmethod
+    def of(cls, request: DispatchRequest, digest: str) -> HeldSnapshot:
+        return cls(
+            digest,
+            request,
+            {job.id: job for job in request.queued},
+            {job.id: job for job in request.running},
+        )
+
+
+def apply_delta(held: HeldSnapshot | None, delta: SnapshotDeltaIn) -> HeldSnapshot:
+    """The snapshot ``delta`` makes of ``held``: its jobs gone removed, its running and
+    queued jobs put in (a job moves between the two lists by being sent in the other),
+    its nodes, partitions and reservations in place of the held ones when it sends them.
+
+    Raises :class:`StaleBaseError` when ``held`` is not the delta's base and
+    :class:`DeltaError` when the delta contradicts itself or its base."""
+    if held is None or held.digest != delta.base:
+        raise StaleBaseError(
+            f"this delta's base {delta.base[:12]}… is not the snapshot the service holds "
+            f"for the cluster ({held.digest[:12] + '…' if held else 'none'}: it restarted, or "
+            "another client posted since); send the whole snapshot"
+        )
+    seen: set[str] = set()
+    for job_id in (*delta.gone, *(job.id for job in (*delta.running, *delta.queued))):
+        if job_id in seen:
+            raise DeltaError(f"job {job_id!r} is listed twice in the delta; list each job once")
+        seen.add(job_id)
+    queued, running = dict(held.queued), dict(held.running)
+    for job_id in delta.gone:
+        if queued.pop(job_id, None) is None and running.pop(job_id, None) is None:
+            raise DeltaError(
+                f"job {job_id!r} is listed as gone but is not in the base snapshot; "
+                "send the whole snapshot"
+            )
+    for job in delta.running:
+        queued.pop(job.id, None)
+        running[job.id] = job
+    for queued_job in delta.queued:
+        running.pop(queued_job.id, None)
+        queued[queued_job.id] = queued_job
+    if len(queued) > MAX_JOBS or len(running) > MAX_JOBS:
+        raise DeltaError(f"a snapshot may hold at most {MAX_JOBS:,} queued or running jobs")
+    base = held.request
+    if _changes_nothing(delta, base):
+        # The same snapshot again (a retry): the same digest, so the same answer.
+        return HeldSnapshot(
+            held.digest, base.model_copy(update={"dry_run": delta.dry_run}), queued, running
+        )
+    # The parts were validated when they arrived; the whole is checked by the codec.
+    request = DispatchRequest.model_construct(
+        time=delta.time,
+        dry_run=delta.dry_run,
+        nodes=base.nodes if delta.nodes is None else delta.nodes,
+        partitions=base.partitions if delta.partitions is None else delta.partitions,
+        reservations=base.reservations if delta.reservations is None else delta.reservations,
+        running=list(running.values()),
+        queued=list(queued.values()),
+    )
+    return HeldSnapshot(delta_digest(delta), request, queued, running)
+
+
+def _changes_nothing(delta: SnapshotDeltaIn, base: DispatchRequest) -> bool:
+    return (
+        delta.time == base.time
+        and not (delta.running or delta.queued or delta.gone)
+        and delta.nodes is None
+        and delta.partitions is None
+        and delta.reservations is None
+    )
+
+
+def delta_between(held: HeldSnapshot, request: DispatchRequest) -> SnapshotDeltaIn:
+    """The delta that turns ``held`` into ``request``: what a client sends instead of
+    ``request`` when the service holds ``held``."""
+    base = held.request
+    now = {job.id for job in request.queued} | {job.id for job in request.running}
+    return SnapshotDeltaIn(
+        base=held.digest,
+        time=request.time,
+        dry_run=request.dry_run,
+        nodes=None if request.nodes == base.nodes else request.nodes,
+        partitions=None if request.partitions == base.partitions else request.partitions,
+        reservations=None if request.reservations == base.reservations else request.reservations,
+        running=[job for job in request.running if held.running.get(job.id) != job],
+        queued=[job for job in request.queued if held.queued.get(job.id) != job],
+        gone=[job_id for job_id in (*held.queued, *held.running) if job_id not in now],
+    )
