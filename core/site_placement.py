@@ -77,7 +77,12 @@ class SitePlacement:
             return allocation
         if low == 1 and high is None and per_node is None:
             return None  # nothing to re-place for: the inner allocator found no room
-        return place_by_count(job, within, low, high, per_node)
+        allocation = place_by_count(job, within, low, high, per_node)
+        vet = getattr(self.inner, "vet", None)  # the inner placer's own conditions
+        if allocation is None or vet is None:
+            return allocation
+        vetted: Allocation | None = vet(job, allocation, within)
+        return vetted
 
     def _within(self, job: Job, free: FreeCapacity, choice: NodeChoice) -> FreeCapacity:
         """``free`` with every node the job may not use now emptied."""

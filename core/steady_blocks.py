@@ -80,13 +80,31 @@ class SteadyBlocks:
         if job.layout != "block" or allocation is None or len(allocation) < 2:
             return allocation
         if self.steady(job, allocation, free):
-            self.waiting.pop(job.id, None)
+            self._settled_now(job, free)
             return allocation
         settled = frozenset(n for n in range(free.node_count) if self.settled(job, n, free))
         steadier = steady_placement(job, free, settled)
         if steadier is not None:
-            self.waiting.pop(job.id, None)
+            self._settled_now(job, free)
             return steadier
+        return self._unsteady(job, allocation, free)
+
+    def vet(self, job: Job, allocation: Allocation, free: FreeCapacity) -> Allocation | None:
+        """``allocation``, found for ``job`` in ``free`` by other means (a site's
+        node-count rule), if it is steady; else held back as :meth:`place` holds back
+        its own unsteady placements."""
+        if job.layout != "block" or len(allocation) < 2 or self.steady(job, allocation, free):
+            self._settled_now(job, free)
+            return allocation
+        return self._unsteady(job, allocation, free)
+
+    def _settled_now(self, job: Job, free: FreeCapacity) -> None:
+        """``job`` has a steady placement now: it no longer waits for one. (A steady
+        reservation does not end a wait: the job still could not start now.)"""
+        if not free.later:
+            self.waiting.pop(job.id, None)
+
+    def _unsteady(self, job: Job, allocation: Allocation, free: FreeCapacity) -> Allocation | None:
         if free.later or self.waited_enough(job):
             return allocation
         return None  # not now: a steady moment comes when a job on these nodes ends

@@ -125,6 +125,26 @@ def test_the_final_check_counts_and_names_the_starts_it_takes_out():
     assert "held back, their split could drift: q2" in d.notes
 
 
+@pytest.mark.parametrize("dispatcher", ["easy", "hcp3"])
+def test_a_job_placed_by_its_node_count_waits_for_a_steady_split_too(dispatcher):
+    # A -N 2 task job (the site's node-count rule places it, not the allocator) on a
+    # machine where every node runs a job: its split could drift, so it waits like any
+    # other task job, and the dispatcher knows it (no start for the final check to take
+    # out), until it has waited split_wait seconds.
+    runs = [running(job(f"r{n}", units=2, limit=1000), 0, [(n, 2)]) for n in range(3)]
+    two_nodes = Constraints(min_nodes=2, max_nodes=2)
+    queue = [replace(block(job("b", units=4)), constraints=two_nodes)]
+    state = DispatcherState()
+    policy = make_dispatcher(dispatcher, "best-fit", state=state, split_wait=30)
+    for t, expected in ((0, []), (30, [("b", True)])):
+        snap = snapshot(t, nodes(4, 4, 4), runs, queue)
+        decision = policy.decide(snap, limits_as_durations(snap))
+        check_decision(snap, decision)
+        assert [(s.job_id, s.may_drift) for s in decision.starts] == expected
+        assert decision.diagnostics.split_dropped == 0
+        assert len(dict(decision.starts[0].allocation)) == 2 if expected else True
+
+
 def test_a_node_the_job_cannot_gain_room_on_is_settled():
     # n0 runs a 2-core job; the block job takes at most 2 tasks per node, so n0's end
     # would not give it more room there: (n0: 2, n1: 2) is steady, though n0 is busy.
