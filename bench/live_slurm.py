@@ -254,6 +254,8 @@ def run_once(
         config = write_config(
             state_dir / "service.toml", f"sqlite:///{state_dir}/cpsched.db", TOKEN, defaults
         )
+        # Every snapshot kept in the audit (--keep copies it): a decision can be re-run.
+        config.write_text("audit_snapshots = true\n" + config.read_text())
         service = LocalService(config, free_port(), state_dir / "service.log")
         service.start()
         settings = BridgeSettings(
