@@ -79,9 +79,10 @@ class SteadyBlocks:
         allocation = self.inner.place(job, free)
         if job.layout != "block" or allocation is None or len(allocation) < 2:
             return allocation
-        if self.steady(job, allocation, free):
+        split = self.steady_layout(job, allocation, free)
+        if split is not None:
             self._settled_now(job, free)
-            return allocation
+            return split
         settled = frozenset(n for n in range(free.node_count) if self.settled(job, n, free))
         steadier = steady_placement(job, free, settled)
         if steadier is not None:
@@ -93,9 +94,12 @@ class SteadyBlocks:
         """``allocation``, found for ``job`` in ``free`` by other means (a site's
         node-count rule), if it is steady; else held back as :meth:`place` holds back
         its own unsteady placements."""
-        if job.layout != "block" or len(allocation) < 2 or self.steady(job, allocation, free):
-            self._settled_now(job, free)
+        if job.layout != "block" or len(allocation) < 2:
             return allocation
+        split = self.steady_layout(job, allocation, free)
+        if split is not None:
+            self._settled_now(job, free)
+            return split
         return self._unsteady(job, allocation, free)
 
     def _settled_now(self, job: Job, free: FreeCapacity) -> None:
@@ -112,9 +116,18 @@ class SteadyBlocks:
     def steady(self, job: Job, allocation: Allocation, free: FreeCapacity) -> bool:
         """Whether Slurm's split of ``job`` on ``allocation``'s nodes comes out the same
         with every running job there ended."""
+        return self.steady_layout(job, allocation, free) is not None
+
+    def steady_layout(
+        self, job: Job, allocation: Allocation, free: FreeCapacity
+    ) -> Allocation | None:
+        """Slurm's split of ``job`` on ``allocation``'s nodes in ``free`` if it is steady
+        (the same with every running job there ended), else None. That split, not
+        ``allocation``'s own, is what the job gets: the decision's later starts then
+        leave it the room it was found steady with."""
         nodes = [node for node, _ in allocation]
         grown = grown_rows(self._snapshot, nodes, free)
-        return steady_split(job, nodes, [free.row(n) for n in nodes], grown)
+        return steady_layout(job, nodes, [free.row(n) for n in nodes], grown)
 
     def settled(self, job: Job, node: int, free: FreeCapacity) -> bool:
         """Whether ``job``'s fit on ``node`` cannot grow when the jobs running there end."""
@@ -155,10 +168,19 @@ def steady_split(
 ) -> bool:
     """Whether Slurm's split of ``job`` over ``nodes`` is the same with each node's
     ``room`` as with its ``grown`` room (its room once the jobs running there ended)."""
+    return steady_layout(job, nodes, room, grown) is not None
+
+
+def steady_layout(
+    job: Job, nodes: Sequence[int], room: Sequence[Amounts], grown: Sequence[Amounts]
+) -> Allocation | None:
+    """Slurm's split of ``job`` over ``nodes`` with each node's ``room`` if it is steady
+    (:func:`steady_split`), else None."""
     most = most_per_node(job)
     now = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, room, strict=True)]
     then = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, grown, strict=True)]
-    return block_layout(job.units, now) == block_layout(job.units, then)
+    split = block_layout(job.units, now)
+    return split if split == block_layout(job.units, then) else None
 
 
 class SteadyStarts:
