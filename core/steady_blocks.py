@@ -13,7 +13,9 @@ it either. A node where the job's fit cannot grow (idle, or the job's tasks-per-
 rule reached already) is *settled*; a start whose nodes but the last in order are
 settled is steady, since the last node gets what is left whatever its room.
 
-:class:`SteadyBlocks` wraps an allocator. A block job's placement that is not steady is
+:class:`SteadyBlocks` wraps an allocator. A block job's placement that is steady is
+given as Slurm's split of its nodes, not the allocator's own, so that the decision's
+later starts leave it the room it was found steady with. One that is not steady is
 replaced by a steady one on the same free capacity when there is one (the fewest nodes:
 settled ones, plus one last node that may be in use). When there is none and the
 placement would start the job *now* (not in capacity free only later,
