@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -233,6 +233,20 @@ def split_holds(database: Path) -> dict[str, float | str]:
     }
 
 
+def end_to_cycle(database: Path, rows: dict[str, tuple[int, int, int]]) -> dict[str, float | str]:
+    """Seconds from each job's end to the first decision on a snapshot taken at or after
+    it (the event-driven cycle's reaction, whatever it then starts)."""
+    with sqlite3.connect(database) as db:
+        times = sorted(t for (t,) in db.execute("SELECT snapshot_time FROM decisions"))
+    gaps = []
+    for *_, end in rows.values():
+        i = bisect_left(times, end)
+        if i < len(times):
+            gaps.append(times[i] - end)
+    gaps.sort()
+    return {"end_to_cycle_p50_s": _at(gaps, 0.5), "end_to_cycle_p95_s": _at(gaps, 0.95)}
+
+
 def run_once(
     name: str, jobs: list[BenchJob], work: Path, outage_s: float
 ) -> dict[str, float | str]:
@@ -328,6 +342,7 @@ def run_once(
         result["cycles"] = bridge.metrics.counters.get("cycles_total", 0)
         service.stop()
         result.update(split_holds(state_dir / "cpsched.db"))
+        result.update(end_to_cycle(state_dir / "cpsched.db", rows))
     return result
 
 
