@@ -50,7 +50,9 @@ def delta_digest(delta: SnapshotDeltaIn) -> str:
 
 @dataclass(frozen=True, slots=True)
 class HeldSnapshot:
-    """A snapshot as a delta's base: the request, its jobs by id, and its digest."""
+    """A snapshot as a delta's base: the request, its jobs by id, and its digest. Never
+    changed once made (:func:`apply_delta` copies what it changes), so that two may
+    share their job maps."""
 
     digest: str
     request: DispatchRequest
@@ -85,6 +87,11 @@ def apply_delta(held: HeldSnapshot | None, delta: SnapshotDeltaIn) -> HeldSnapsh
         if job_id in seen:
             raise DeltaError(f"job {job_id!r} is listed twice in the delta; list each job once")
         seen.add(job_id)
+    base = held.request
+    if _changes_nothing(delta, base):
+        # The same snapshot again (a retry): the same digest, so the same answer.
+        again = base.model_copy(update={"dry_run": delta.dry_run})
+        return HeldSnapshot(held.digest, again, held.queued, held.running)
     queued, running = dict(held.queued), dict(held.running)
     for job_id in delta.gone:
         if queued.pop(job_id, None) is None and running.pop(job_id, None) is None:
@@ -100,12 +107,6 @@ def apply_delta(held: HeldSnapshot | None, delta: SnapshotDeltaIn) -> HeldSnapsh
         queued[queued_job.id] = queued_job
     if len(queued) > MAX_JOBS or len(running) > MAX_JOBS:
         raise DeltaError(f"a snapshot may hold at most {MAX_JOBS:,} queued or running jobs")
-    base = held.request
-    if _changes_nothing(delta, base):
-        # The same snapshot again (a retry): the same digest, so the same answer.
-        return HeldSnapshot(
-            held.digest, base.model_copy(update={"dry_run": delta.dry_run}), queued, running
-        )
     # The parts were validated when they arrived; the whole is checked by the codec.
     request = DispatchRequest.model_construct(
         time=delta.time,
