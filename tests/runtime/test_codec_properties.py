@@ -148,3 +148,23 @@ def test_a_translation_memo_changes_nothing_but_the_work(wires, data):
         assert remembered.snapshot == fresh.snapshot
         assert remembered.rejected == fresh.rejected
         previous = wire
+
+
+def test_a_translation_memo_is_not_reused_when_the_resources_come_in_another_order():
+    # Equal nodes (dicts compare without order) but another order of resource types: a
+    # remembered job's amounts would be aligned with the old order (asking for an fpga).
+    def request(resources: dict[str, int]) -> DispatchRequest:
+        nodes = [{"name": "a", "resources": resources}, {"name": "b", "resources": {"cpu": 4}}]
+        queued = [
+            {"id": "j", "submit": 1, "time_limit": 60, "units": 1, "per_unit": {"cpu": 1, "gpu": 1}}
+        ]
+        return DispatchRequest.model_validate({"time": 1000, "nodes": nodes, "queued": queued})
+
+    first, second = (
+        request({"cpu": 4, "gpu": 1, "fpga": 1}),
+        request({"cpu": 4, "fpga": 1, "gpu": 1}),
+    )
+    assert first.nodes == second.nodes
+    memo = TranslationMemo()
+    to_snapshot(first, memo)
+    assert to_snapshot(second, memo).snapshot == to_snapshot(second).snapshot
