@@ -223,8 +223,8 @@ class Diagnostics:
     model_constraints: int = 0
     model_intervals: int = 0
     split_waiting: int = 0
-    """Queued block jobs not started because they wait for a steady split
-    (:mod:`cpsched.core.steady_blocks`), by the placer or the final check."""
+    """Queued block jobs not started that have waited for a steady split
+    (:mod:`cpsched.core.steady_blocks`), held by the placer or the final check."""
     split_dropped: int = 0
     """Of which starts the dispatcher had decided and the final check took out."""
     notes: tuple[str, ...] = ()

@@ -54,8 +54,11 @@ SPLIT_WAIT_S = 30
 class SteadyBlocks:
     """``inner``, with block jobs placed steadily where they can be (module doc).
 
-    ``waiting`` maps each block job waiting for a steady placement to the snapshot time
-    it started waiting; the caller may keep it between calls (``DispatcherState``).
+    ``waiting`` maps each block job that has waited for a steady placement to the
+    snapshot time it first waited, until it leaves the queue (its wait is bounded from
+    then: a steady placement that is then not started, or that a site's node-count rule
+    refuses, does not restart it); the caller may keep it between calls
+    (``DispatcherState``).
     """
 
     def __init__(
@@ -83,12 +86,10 @@ class SteadyBlocks:
             return allocation
         split = self.steady_layout(job, allocation, free)
         if split is not None:
-            self._settled_now(job, free)
             return split
         settled = frozenset(n for n in range(free.node_count) if self.settled(job, n, free))
         steadier = steady_placement(job, free, settled)
         if steadier is not None:
-            self._settled_now(job, free)
             return steadier
         return self._unsteady(job, allocation, free)
 
@@ -100,15 +101,8 @@ class SteadyBlocks:
             return allocation
         split = self.steady_layout(job, allocation, free)
         if split is not None:
-            self._settled_now(job, free)
             return split
         return self._unsteady(job, allocation, free)
-
-    def _settled_now(self, job: Job, free: FreeCapacity) -> None:
-        """``job`` has a steady placement now: it no longer waits for one. (A steady
-        reservation does not end a wait: the job still could not start now.)"""
-        if not free.later:
-            self.waiting.pop(job.id, None)
 
     def _unsteady(self, job: Job, allocation: Allocation, free: FreeCapacity) -> Allocation | None:
         if free.later or self.waited_enough(job):
@@ -191,8 +185,9 @@ class SteadyStarts:
 
     ``waits`` is the placer's record (:class:`SteadyBlocks`' ``waiting``): since when each
     block job has waited for a steady split. The decision's diagnostics say how many
-    queued jobs wait for one (``split_waiting``) and how many starts this check took out
-    (``split_dropped``, named in a note): starts a CP model counted on."""
+    queued jobs have waited for one and are not started (``split_waiting``) and how many
+    starts this check took out (``split_dropped``, named in a note): starts a CP model
+    counted on."""
 
     def __init__(self, inner: Dispatcher, waits: dict[str, int], wait: int) -> None:
         self.inner = inner

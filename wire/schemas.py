@@ -297,8 +297,8 @@ class DiagnosticsOut(ResponseModel):
     model_intervals: int = 0
     split_waiting: int = Field(
         default=0,
-        description="Queued task jobs not started because they wait for a steady split "
-        "(one a running job's end cannot change), at most the policy's split_wait.",
+        description="Queued task jobs not started that have waited for a steady split "
+        "(one a running job's end cannot change; at most the policy's split_wait).",
     )
     split_dropped: int = Field(
         default=0,

@@ -191,6 +191,24 @@ def test_a_job_placed_by_its_node_count_waits_for_a_steady_split_too(dispatcher)
         assert len(dict(decision.starts[0].allocation)) == 2 if expected else True
 
 
+def test_a_steady_placement_the_node_count_refuses_does_not_restart_the_wait():
+    # The fewest steady nodes (n1, n2) break the job's min_nodes = 3; the placement on
+    # all three nodes could drift (r on n0): the job waits split_wait from its first
+    # wait, then starts marked may_drift (it used to wait again at every call).
+    runs = [running(job("r", units=2, limit=100_000), 0, [(0, 2)])]
+    queue = [replace(block(job("j", units=6)), constraints=Constraints(min_nodes=3))]
+    state = DispatcherState()
+    policy = make_dispatcher("fcfs", "first-fit", state=state, split_wait=30)
+    started = {}
+    for t in (1000, 1030):
+        snap = snapshot(t, nodes(4, 4, 4), runs, queue)
+        decision = policy.decide(snap, limits_as_durations(snap))
+        check_decision(snap, decision)
+        started[t] = [(s.job_id, len(s.allocation), s.may_drift) for s in decision.starts]
+    assert started == {1000: [], 1030: [("j", 3, True)]}
+    assert state.split_waits == {"j": 1000}
+
+
 def test_a_node_the_job_cannot_gain_room_on_is_settled():
     # n0 runs a 2-core job; the block job takes at most 2 tasks per node, so n0's end
     # would not give it more room there: (n0: 2, n1: 2) is steady, though n0 is busy.
