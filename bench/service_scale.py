@@ -114,7 +114,9 @@ def as_deltas(bodies: list[bytes]) -> list[bytes]:
     deltas = [bodies[0]]
     for before, after in itertools.pairwise(requests):
         held = HeldSnapshot.of(before, PLACEHOLDER.decode())
-        deltas.append(delta_between(held, after).model_dump_json().encode())
+        delta = delta_between(held, after)
+        assert delta is not None  # no job is listed twice
+        deltas.append(delta.model_dump_json().encode())
     return deltas
 
 

@@ -489,7 +489,8 @@ def _repeated(decision: Decision) -> Decision:
     diagnostics = decision.diagnostics
     if note not in diagnostics.notes:
         diagnostics = replace(diagnostics, notes=(*diagnostics.notes, note))
-    return replace(decision, diagnostics=diagnostics)
+    # Nothing was taken out this time (the metric counted the first answer's take-outs).
+    return replace(decision, diagnostics=replace(diagnostics, split_dropped=0))
 
 
 def _audit_row(

@@ -82,9 +82,10 @@ class ServiceClient:
         path = f"/v1/clusters/{self.cluster}/dispatch"
         held, self._held = self._held, None  # a failed call leaves no base: next is whole
         answer: DecisionOut | None = None
-        if held is not None:
+        delta = delta_between(held, request) if held is not None else None
+        if delta is not None:
             try:
-                answer = self._post(f"{path}/delta", delta_between(held, request), DecisionOut)
+                answer = self._post(f"{path}/delta", delta, DecisionOut)
             except ServiceRejected as exc:
                 if exc.status not in RESEND_WHOLE:
                     raise

@@ -12,8 +12,10 @@ any other base (the service restarted, another bridge posted meanwhile) is refus
 :class:`StaleBaseError` (HTTP 409); the client then sends the whole snapshot, which
 becomes the new base.
 
-Merged snapshots keep jobs in the order they were first sent, new ones last (the core
-orders the queue by submit time or priority; equal submit times keep this order).
+Merged snapshots keep jobs in the order they were first sent, new ones last; when the
+whole snapshot orders them otherwise (a requeued job), the delta names the order, since
+the core orders the queue by submit time or priority and equal submit times keep the
+snapshot's order.
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ def apply_delta(held: HeldSnapshot | None, delta: SnapshotDeltaIn) -> HeldSnapsh
         queued[queued_job.id] = queued_job
     if len(queued) > MAX_JOBS or len(running) > MAX_JOBS:
         raise DeltaError(f"a snapshot may hold at most {MAX_JOBS:,} queued or running jobs")
+    if delta.order is not None:
+        queued, running = _in_order(delta.order, queued, running)
     # The parts were validated when they arrived; the whole is checked by the codec.
     request = DispatchRequest.model_construct(
         time=delta.time,
@@ -120,6 +124,23 @@ def apply_delta(held: HeldSnapshot | None, delta: SnapshotDeltaIn) -> HeldSnapsh
     return HeldSnapshot(delta_digest(delta), request, queued, running)
 
 
+def _in_order(
+    order: list[str], queued: dict[str, JobIn], running: dict[str, RunningJobIn]
+) -> tuple[dict[str, JobIn], dict[str, RunningJobIn]]:
+    """``queued`` and ``running`` in ``order``, which must name each of their jobs once."""
+    if len(order) != len(queued) + len(running) or any(
+        job_id not in queued and job_id not in running for job_id in order
+    ):
+        raise DeltaError(
+            "the delta's order does not name every job of the merged snapshot once; "
+            "send the whole snapshot"
+        )
+    return (
+        {job_id: queued[job_id] for job_id in order if job_id in queued},
+        {job_id: running[job_id] for job_id in order if job_id in running},
+    )
+
+
 def _changes_nothing(delta: SnapshotDeltaIn, base: DispatchRequest) -> bool:
     return (
         delta.time == base.time
@@ -127,15 +148,23 @@ def _changes_nothing(delta: SnapshotDeltaIn, base: DispatchRequest) -> bool:
         and delta.nodes is None
         and delta.partitions is None
         and delta.reservations is None
+        and delta.order is None
     )
 
 
-def delta_between(held: HeldSnapshot, request: DispatchRequest) -> SnapshotDeltaIn:
+def delta_between(held: HeldSnapshot, request: DispatchRequest) -> SnapshotDeltaIn | None:
     """The delta that turns ``held`` into ``request``: what a client sends instead of
-    ``request`` when the service holds ``held``."""
+    ``request`` when the service holds ``held``. It names the jobs' order when the merge
+    would order them otherwise (a requeued job goes last), since equal submit times keep
+    the snapshot's order. None when ``request`` lists a job twice: only the whole
+    snapshot gets the service's error for that."""
     base = held.request
-    now = {job.id for job in request.queued} | {job.id for job in request.running}
-    return SnapshotDeltaIn(
+    queued_ids = [job.id for job in request.queued]
+    running_ids = [job.id for job in request.running]
+    now = {*queued_ids, *running_ids}
+    if len(now) < len(queued_ids) + len(running_ids):
+        return None
+    delta = SnapshotDeltaIn(
         base=held.digest,
         time=request.time,
         dry_run=request.dry_run,
@@ -146,3 +175,10 @@ def delta_between(held: HeldSnapshot, request: DispatchRequest) -> SnapshotDelta
         queued=[job for job in request.queued if held.queued.get(job.id) != job],
         gone=[job_id for job_id in (*held.queued, *held.running) if job_id not in now],
     )
+    try:
+        merged = apply_delta(held, delta)
+    except DeltaError:
+        return None  # over a bound: the whole snapshot gets the service's error
+    if list(merged.queued) == queued_ids and list(merged.running) == running_ids:
+        return delta
+    return delta.model_copy(update={"order": [*queued_ids, *running_ids]})

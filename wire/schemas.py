@@ -253,6 +253,13 @@ class SnapshotDeltaIn(WireModel):
         max_length=1_000_000,
         description="Ids of the base's jobs no longer queued nor running (ended, cancelled).",
     )
+    order: list[Name] | None = Field(
+        None,
+        max_length=2_000_000,
+        description="Every job id, queued ones first, in the whole snapshot's order: sent "
+        "only when merging would order them otherwise (jobs keep the order they were "
+        "first sent in, new ones last; equal submit times keep the snapshot's order).",
+    )
 
 
 class StartOut(ResponseModel):

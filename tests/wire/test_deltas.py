@@ -75,7 +75,8 @@ def test_a_delta_applied_to_its_base_is_the_next_snapshot(before, after, new_nod
     assert (delta.nodes is not None) == new_nodes
     merged = apply_delta(held, SnapshotDeltaIn.model_validate_json(delta.model_dump_json()))
     made = merged.request
-    assert jobs_of(made) == jobs_of(target)
+    # The same jobs in the same order (equal submit times keep the snapshot's order).
+    assert (made.queued, made.running) == (target.queued, target.running)
     assert (made.time, made.nodes, made.partitions, made.reservations) == (
         target.time, target.nodes, target.partitions, target.reservations,
     )  # fmt: skip
@@ -109,3 +110,31 @@ def test_a_delta_on_another_base_or_contradicting_its_base_is_refused():
         apply_delta(
             held, SnapshotDeltaIn(base=held.digest, gone=["j0"], queued=twice.queued, **fields)
         )
+
+
+def test_a_requeued_job_keeps_its_place_in_the_order():
+    # A and B were submitted at the same second; A ran and was requeued. Merged by id, A
+    # would come after B; the whole snapshot lists A first, and FCFS would start B.
+    def snap(time: int, queued: list[str], running: list[str]) -> DispatchRequest:
+        jobs = {"queued": [wire_job(j, 60, False) for j in queued]}
+        jobs["running"] = [wire_job(j, 60, True) for j in running]
+        return DispatchRequest.model_validate({"time": time, "nodes": NODES, **jobs})
+
+    first = snap(100, ["B"], ["A"])
+    held = HeldSnapshot.of(first, snapshot_digest(first))
+    requeued = snap(110, ["A", "B"], [])
+    delta = delta_between(held, requeued)
+    assert delta is not None and delta.order == ["A", "B"]
+    assert [j.id for j in apply_delta(held, delta).request.queued] == ["A", "B"]
+    # Without a change of order, no order is sent.
+    assert delta_between(held, snap(110, ["B"], ["A"])).order is None
+    with pytest.raises(DeltaError, match="does not name every job"):
+        apply_delta(held, delta.model_copy(update={"order": ["A"]}))
+
+
+def test_a_snapshot_listing_a_job_twice_is_sent_whole():
+    base = request(100, [("queued", 60)], NODES)
+    held = HeldSnapshot.of(base, snapshot_digest(base))
+    whole = base.model_dump()
+    twice = DispatchRequest.model_validate({**whole, "running": [wire_job("j0", 60, True)]})
+    assert delta_between(held, twice) is None
