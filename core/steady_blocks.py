@@ -82,29 +82,30 @@ class SteadyBlocks:
 
     def place(self, job: Job, free: FreeCapacity) -> Allocation | None:
         allocation = self.inner.place(job, free)
-        if job.layout != "block" or allocation is None or len(allocation) < 2:
-            return allocation
-        split = self.steady_layout(job, allocation, free)
-        if split is not None:
-            return split
-        settled = frozenset(n for n in range(free.node_count) if self.settled(job, n, free))
-        steadier = steady_placement(job, free, settled)
-        if steadier is not None:
-            return steadier
-        return self._unsteady(job, allocation, free)
+        if allocation is None:
+            return None
+        return self._steadily(job, allocation, free, search=True)
 
     def vet(self, job: Job, allocation: Allocation, free: FreeCapacity) -> Allocation | None:
         """``allocation``, found for ``job`` in ``free`` by other means (a site's
         node-count rule), if it is steady; else held back as :meth:`place` holds back
         its own unsteady placements."""
+        return self._steadily(job, allocation, free, search=False)
+
+    def _steadily(
+        self, job: Job, allocation: Allocation, free: FreeCapacity, *, search: bool
+    ) -> Allocation | None:
+        """``allocation`` as Slurm splits it if that is steady; else (``search``) a
+        steady placement elsewhere in ``free``; else ``allocation`` if it need not wait
+        (a reservation, or a job that waited ``wait`` seconds); else None."""
         if job.layout != "block" or len(allocation) < 2:
             return allocation
         split = self.steady_layout(job, allocation, free)
+        if split is None and search:
+            settled = frozenset(n for n in range(free.node_count) if self.settled(job, n, free))
+            split = steady_placement(job, free, settled)
         if split is not None:
             return split
-        return self._unsteady(job, allocation, free)
-
-    def _unsteady(self, job: Job, allocation: Allocation, free: FreeCapacity) -> Allocation | None:
         if free.later or self.waited_enough(job):
             return allocation
         return None  # not now: a steady moment comes when a job on these nodes ends
@@ -121,9 +122,7 @@ class SteadyBlocks:
         (the same with every running job there ended), else None. That split, not
         ``allocation``'s own, is what the job gets: the decision's later starts then
         leave it the room it was found steady with."""
-        nodes = [node for node, _ in allocation]
-        grown = grown_rows(self._snapshot, nodes, free)
-        return steady_layout(job, nodes, [free.row(n) for n in nodes], grown)
+        return steady_layout_in(self._snapshot, job, allocation, free)
 
     def settled(self, job: Job, node: int, free: FreeCapacity) -> bool:
         """Whether ``job``'s fit on ``node`` cannot grow when the jobs running there end."""
@@ -159,24 +158,27 @@ def held_by_running(snapshot: Snapshot, node: int) -> Amounts:
     return tuple(c - u for c, u in zip(capacity, unused, strict=True))
 
 
-def steady_split(
-    job: Job, nodes: Sequence[int], room: Sequence[Amounts], grown: Sequence[Amounts]
-) -> bool:
-    """Whether Slurm's split of ``job`` over ``nodes`` is the same with each node's
-    ``room`` as with its ``grown`` room (its room once the jobs running there ended)."""
-    return steady_layout(job, nodes, room, grown) is not None
-
-
 def steady_layout(
     job: Job, nodes: Sequence[int], room: Sequence[Amounts], grown: Sequence[Amounts]
 ) -> Allocation | None:
     """Slurm's split of ``job`` over ``nodes`` with each node's ``room`` if it is steady
-    (:func:`steady_split`), else None."""
+    (the same with each node's ``grown`` room, its room once the jobs running there
+    ended), else None."""
     most = most_per_node(job)
     now = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, room, strict=True)]
     then = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, grown, strict=True)]
     split = block_layout(job.units, now)
     return split if split == block_layout(job.units, then) else None
+
+
+def steady_layout_in(
+    snapshot: Snapshot | None, job: Job, allocation: Allocation, free: FreeCapacity
+) -> Allocation | None:
+    """Slurm's split of ``job`` on ``allocation``'s nodes with their room in ``free``, if
+    it is steady with the snapshot's running jobs there ended (:func:`steady_layout`)."""
+    nodes = [node for node, _ in allocation]
+    grown = grown_rows(snapshot, nodes, free)
+    return steady_layout(job, nodes, [free.row(n) for n in nodes], grown)
 
 
 class SteadyStarts:
@@ -246,11 +248,9 @@ class SteadyStarts:
             job = started[start.job_id]
             if job.layout == "block" and len(start.allocation) > 1 and not start.may_drift:
                 free.give(start.allocation, job)  # its own share is its room
-                nodes = [n for n, _ in start.allocation]
-                room = [free.row(n) for n in nodes]
-                grown = grown_rows(snapshot, nodes, free)
+                split = steady_layout_in(snapshot, job, start.allocation, free)
                 free.take(start.allocation, job)
-                if not steady_split(job, nodes, room, grown):
+                if split is None:
                     if now - self.waits.setdefault(job.id, now) < self.wait:
                         dropped.append(job.id)
                         continue

@@ -17,8 +17,8 @@ from cpsched.core.steady_blocks import (
     SteadyBlocks,
     SteadyStarts,
     held_by_running,
+    steady_layout,
     steady_placement,
-    steady_split,
 )
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
@@ -296,7 +296,7 @@ def final_room_steady(snap, decision, start):
         tuple(a + h for a, h in zip(free.row(n), held_by_running(snap, n), strict=True))
         for n in nodes_
     ]
-    return steady_split(jobs[start.job_id], nodes_, room, grown)
+    return steady_layout(jobs[start.job_id], nodes_, room, grown) is not None
 
 
 @settings(max_examples=80, deadline=None)
