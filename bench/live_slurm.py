@@ -16,7 +16,8 @@ Every 10th trace job also asks for a GPU, jobs over 8 CPUs are task jobs Slurm s
 mapped to one of four local users (created when missing). Prints one table and writes
 the per-run figures as JSON (``--out``). Asserts nothing.
 
-    python bench/live_slurm.py --out /tmp/live.json
+    python bench/live_slurm.py --out /tmp/live.json [--keep DIR]
+    python bench/live_slurm.py --analyse DIR   # the figures of runs kept in DIR, again
 """
 
 from __future__ import annotations
@@ -41,12 +42,15 @@ from datetime import datetime
 from pathlib import Path
 
 from cpsched.cli.local_service import LocalService, free_port, write_config
+from cpsched.core.registry import make_dispatcher
+from cpsched.runtime.codec import to_snapshot
 from cpsched.slurm_bridge.apply import DRIFT
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.factory import make_backend
 from cpsched.slurm_bridge.loop import Bridge
 from cpsched.slurm_bridge.runner import SubprocessRunner
 from cpsched.wire.client import ServiceClient
+from cpsched.wire.schemas import DispatchRequest
 
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "slurm_bridge" / "kit"
@@ -55,6 +59,7 @@ TRACE = REPO.parent / "shared" / "data" / "traces" / "KTH-SP2-1996-2.1-cln.swf.g
 USERS = [f"cpsbench{i}" for i in range(1, 5)]
 TOKEN = "live-bench-token-0123"
 TAU = 10  # bounded-slowdown threshold, seconds (of the scaled times)
+ANSWERED_S = 5  # a job end the service decided on this soon after was not in the outage
 
 
 @dataclass
@@ -247,6 +252,55 @@ def end_to_cycle(database: Path, rows: dict[str, tuple[int, int, int]]) -> dict[
     return {"end_to_cycle_p50_s": _at(gaps, 0.5), "end_to_cycle_p95_s": _at(gaps, 0.95)}
 
 
+def usable_ends(database: Path, rows: dict[str, tuple[int, int, int]]) -> dict[str, float | str]:
+    """Job end → next start over the ends a scheduler can act on.
+
+    An end is *usable* when EASY on the users' limits (what Slurm's backfill does), with
+    the site's rules and no wait for a steady split, starts a job on the first snapshot
+    the service got at or after it. An end that frees too little for any waiting job is
+    left out: no cycle can start a job there, by any policy. Needs the audit's snapshots
+    (the service's ``audit_snapshots``); ``nan`` without them. *Answered* ends are the
+    usable ends the service decided on within ``ANSWERED_S`` (outside the outage)."""
+    with sqlite3.connect(database) as db:
+        kept = [
+            (at, snapshot)
+            for at, snapshot in db.execute(
+                "SELECT snapshot_time, snapshot FROM decisions ORDER BY snapshot_time, id"
+            )
+            if snapshot not in (None, "null")
+        ]
+    times = [t for t, _ in kept]
+    starts = sorted(start for _, start, _ in rows.values())
+    easy = make_dispatcher("easy", "best-fit", split_wait=0)
+    gaps, answered, unusable = [], [], 0
+    for _, _, end in rows.values():
+        i = bisect_left(times, end)
+        later = bisect_left(starts, end)
+        if i == len(times) or later == len(starts):
+            continue
+        snapshot = to_snapshot(DispatchRequest.model_validate_json(kept[i][1])).snapshot
+        limits = {j.id: j.time_limit for j in snapshot.queued}
+        limits.update({r.job.id: r.time_limit for r in snapshot.running})
+        if not easy.decide(snapshot, limits).starts:
+            unusable += 1
+            continue
+        gaps.append(starts[later] - end)
+        if times[i] - end <= ANSWERED_S:
+            answered.append(starts[later] - end)
+    gaps.sort()
+    answered.sort()
+    return {
+        "usable_ends": len(gaps),
+        "unusable_ends": unusable,
+        "usable_end_to_start_p50_s": _at(gaps, 0.5),
+        "usable_end_to_start_p95_s": _at(gaps, 0.95),
+        "usable_ends_over_2s": sum(g > 2 for g in gaps),
+        "answered_ends": len(answered),
+        "answered_end_to_start_p95_s": _at(answered, 0.95),
+        "answered_ends_over_2s": sum(g > 2 for g in answered),
+    }
+
+
 def run_once(
     name: str, jobs: list[BenchJob], work: Path, outage_s: float
 ) -> dict[str, float | str]:
@@ -303,6 +357,7 @@ def run_once(
             time.sleep(0.05)
         ids[submit(job, partition)] = job
     print(f"  [{name}] {len(ids)} jobs submitted", file=sys.stderr)
+    (state_dir / "jobs.json").write_text(json.dumps(sorted(ids)))  # for --analyse
     deadline = time.monotonic() + 3600
     while time.monotonic() < deadline:
         if not sh("squeue", "-h", "-u", ",".join(USERS), "-o", "%i").split():
@@ -341,9 +396,42 @@ def run_once(
         result["fallback_periods"] = sum(e["event"] == "fallback_ended" for e in audit)
         result["cycles"] = bridge.metrics.counters.get("cycles_total", 0)
         service.stop()
-        result.update(split_holds(state_dir / "cpsched.db"))
-        result.update(end_to_cycle(state_dir / "cpsched.db", rows))
+        result.update(from_audit(state_dir / "cpsched.db", rows))
     return result
+
+
+def from_audit(database: Path, rows: dict[str, tuple[int, int, int]]) -> dict[str, float | str]:
+    """The figures a cpsched run's service audit gives."""
+    return {
+        **split_holds(database),
+        **end_to_cycle(database, rows),
+        **usable_ends(database, rows),
+    }
+
+
+def analyse(kept: Path) -> list[dict[str, float | str]]:
+    """The job and audit figures of runs kept with ``--keep`` (computed again, so that a
+    new figure can be had for old runs; the bridge's and slurmctld's are not kept)."""
+    results: list[dict[str, float | str]] = []
+    for state_dir in sorted(p for p in (kept / "runs").iterdir() if (p / "jobs.json").exists()):
+        rows = records(kept / "jobcomp.txt", set(json.loads((state_dir / "jobs.json").read_text())))
+        result: dict[str, float | str] = {"run": state_dir.name, **figures(rows)}
+        if (state_dir / "cpsched.db").exists():
+            result.update(from_audit(state_dir / "cpsched.db", rows))
+        results.append(result)
+    return results
+
+
+def print_table(results: list[dict[str, float | str]]) -> None:
+    keys = [k for r in results for k in r if k not in {"run", "rpcs"}]
+    keys = list(dict.fromkeys(keys))
+    print(f"{'':26}" + "".join(f"{r['run']:>12}" for r in results))
+    for key in keys:
+        cells = []
+        for r in results:
+            value = r.get(key, "-")
+            cells.append(f"{value:>12.2f}" if isinstance(value, float) else f"{value!s:>12}")
+        print(f"{key:26}" + "".join(cells))
 
 
 def main() -> None:
@@ -354,11 +442,19 @@ def main() -> None:
     parser.add_argument("--span", type=float, default=600.0, help="submission span, seconds")
     parser.add_argument("--runs", default="slurm,easy,default")
     parser.add_argument("--outage", type=float, default=60.0)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--keep", type=Path, help="copy each run's audit trail, logs and jobcomp file here"
     )
+    parser.add_argument(
+        "--analyse", type=Path, metavar="DIR", help="run nothing: the figures of runs kept in DIR"
+    )
     args = parser.parse_args()
+    if args.analyse is not None:
+        print_table(analyse(args.analyse))
+        return
+    if args.out is None:
+        parser.error("--out is required (unless --analyse)")
     if os.geteuid() != 0:
         sys.exit("live_slurm.py starts slurmd and creates users: run it as root")
     jobs = workload(args.trace, args.start, args.jobs, args.span)
@@ -381,15 +477,7 @@ def main() -> None:
             shutil.copytree(root / "runs", args.keep / "runs", dirs_exist_ok=True)
             shutil.copy(root / "log" / "jobcomp.txt", args.keep)
         shutil.rmtree(root, ignore_errors=True)
-    keys = [k for r in results for k in r if k not in {"run", "rpcs"}]
-    keys = list(dict.fromkeys(keys))
-    print(f"{'':22}" + "".join(f"{r['run']:>12}" for r in results))
-    for key in keys:
-        cells = []
-        for r in results:
-            value = r.get(key, "-")
-            cells.append(f"{value:>12.2f}" if isinstance(value, float) else f"{value!s:>12}")
-        print(f"{key:22}" + "".join(cells))
+    print_table(results)
 
 
 if __name__ == "__main__":
