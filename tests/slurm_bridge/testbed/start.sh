@@ -174,6 +174,7 @@ JobCompLoc=$TB/log/jobcomp.txt
 $JOBSUBMIT
 $EPILOG
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 $PRIORITY_LINES
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
