@@ -19,10 +19,14 @@ later starts leave it the room it was found steady with. One that is not steady 
 replaced by a steady one on the same free capacity when there is one (the fewest nodes:
 settled ones, plus one last node that may be in use). When there is none and the
 placement would start the job *now* (not in capacity free only later,
-``FreeCapacity.later``), the job waits instead: the allocator says it does not fit now,
-so EASY reserves it and HCP3 postpones it. It waits at most ``wait`` seconds of
-snapshot time from the first call it waited on; then it starts on the unsteady
-placement, marked ``may_drift`` so that the bridge does not make it wait again.
+``FreeCapacity.later``), the job waits instead, if a job running on its nodes is
+expected to end within ``wait`` seconds (by the durations: a steady split may come
+then): the allocator says it does not fit now, so EASY reserves it and HCP3 postpones
+it. It waits at most ``wait`` seconds of snapshot time from the first call it waited
+on. Then, or at once when nothing on its nodes is expected to end that soon (waiting
+would leave the room idle and the split no safer: it drifts only if a job there ends
+in the second before Slurm allocates, as likely later as now), it starts on the
+unsteady placement, marked ``may_drift`` so that the bridge does not make it wait.
 Placements in later
 capacity (reservations) are kept as they are: nothing starts on them yet. Other jobs go
 straight through, so replays of traces (no block jobs) place exactly as before.
@@ -31,7 +35,7 @@ A decision's later starts may take room on a block job's nodes, and the re-split
 (:func:`~cpsched.core.layout.lay_out`) then gives it another split than the one found
 steady. :class:`SteadyStarts` checks each laid-out block start once more, against the
 room the whole decision leaves: one that could drift is taken out of the decision (it
-waits, as above) or, once it has waited ``wait`` seconds, marked ``may_drift``.
+waits, as above) or, once it need not wait, marked ``may_drift``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from dataclasses import replace
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, units_fitting
 from cpsched.core.dispatcher import Dispatcher
-from cpsched.core.durations import Durations
+from cpsched.core.durations import Durations, remaining
 from cpsched.core.layout import MAX_PASSES, block_layout, lay_out, most_per_node, started_jobs
 from cpsched.core.problem import Allocation, Amounts, Decision, Job, Snapshot
 
@@ -69,12 +73,16 @@ class SteadyBlocks:
         self.wait = wait
         self.waiting = waiting if waiting is not None else {}
         self._snapshot: Snapshot | None = None
+        self._durations: Durations = {}
+        self._ends: ExpectedEnds | None = None
 
     def observe(self, snapshot: Snapshot, durations: Durations) -> None:
         observe = getattr(self.inner, "observe", None)
         if observe is not None:
             observe(snapshot, durations)
         self._snapshot = snapshot
+        self._ends = None  # worked out when a task job could drift
+        self._durations = durations
         if self.waiting:  # forget the jobs that started or left meanwhile
             queued = {job.id for job in snapshot.queued}
             for job_id in [j for j in self.waiting if j not in queued]:
@@ -106,7 +114,7 @@ class SteadyBlocks:
             split = steady_placement(job, free, settled)
         if split is not None:
             return split
-        if free.later or self.waited_enough(job):
+        if free.later or not self.worth_waiting(job, allocation):
             return allocation
         return None  # not now: a steady moment comes when a job on these nodes ends
 
@@ -131,11 +139,60 @@ class SteadyBlocks:
         grown = grown_rows(self._snapshot, [node], free)[0]
         return fit == min(units_fitting(grown, job.wanted), most)
 
-    def waited_enough(self, job: Job) -> bool:
-        """Whether ``job`` has waited ``wait`` seconds for a steady placement (starting
-        its wait now if it had not)."""
-        now = self._snapshot.time if self._snapshot is not None else 0
-        return now - self.waiting.setdefault(job.id, now) >= self.wait
+    def worth_waiting(self, job: Job, allocation: Allocation) -> bool:
+        """Whether ``job``, unsteady on ``allocation``, should wait for a steady split
+        (starting its wait now if it had not): :func:`worth_waiting`."""
+        if self._snapshot is None:
+            return True
+        if self._ends is None:
+            self._ends = ExpectedEnds(self._snapshot, self._durations)
+        return worth_waiting(self._ends, job, allocation, self.waiting, self.wait)
+
+
+def worth_waiting(
+    ends: ExpectedEnds, job: Job, allocation: Allocation, waits: dict[str, int], wait: int
+) -> bool:
+    """Whether ``job``, whose split on ``allocation`` could drift, should wait for a
+    steady one: while it has waited less than ``wait`` seconds (since ``waits`` records
+    it first waited; recorded now if not) and a job running on its nodes is expected to
+    end within what is left of them (module doc)."""
+    now = ends.now
+    left = wait - (now - waits.get(job.id, now))
+    if left <= 0 or not ends.within(allocation, left):
+        return False
+    waits.setdefault(job.id, now)
+    return True
+
+
+class ExpectedEnds:
+    """When the first of the jobs running on each node is expected to end (by the
+    durations; a job's limit if it has none), worked out on first use: only decisions
+    with a task job that could drift need it."""
+
+    def __init__(self, snapshot: Snapshot, durations: Durations) -> None:
+        self.snapshot = snapshot
+        self.durations = durations
+        self.now = snapshot.time
+        self._first: list[int | None] | None = None
+
+    def within(self, allocation: Allocation, seconds: int) -> bool:
+        """Whether a job running on one of ``allocation``'s nodes but the last (in node
+        order: the last takes what is left, whatever its room) is expected to end within
+        ``seconds``."""
+        if self._first is None:
+            self._first = self._first_ends()
+        nodes = sorted(node for node, _ in allocation)[:-1]
+        return any((end := self._first[n]) is not None and end <= seconds for n in nodes)
+
+    def _first_ends(self) -> list[int | None]:
+        first: list[int | None] = [None] * len(self.snapshot.nodes)
+        for running in self.snapshot.running:
+            expected = self.durations.get(running.job.id, running.time_limit)
+            left = remaining(running, expected, self.now)
+            for node, _ in running.allocation:
+                known = first[node]
+                first[node] = left if known is None else min(known, left)
+        return first
 
 
 def grown_rows(
@@ -198,7 +255,8 @@ class SteadyStarts:
         self.wait = wait
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
-        decision, dropped = self._checked(snapshot, self.inner.decide(snapshot, durations))
+        decision = self.inner.decide(snapshot, durations)
+        decision, dropped = self._checked(snapshot, durations, decision)
         if not self.waits:
             return decision  # no block job waits for a steady split: nothing to report
         started = {start.job_id for start in decision.starts}
@@ -214,7 +272,9 @@ class SteadyStarts:
         )
         return replace(decision, diagnostics=diagnostics)
 
-    def _checked(self, snapshot: Snapshot, decision: Decision) -> tuple[Decision, list[str]]:
+    def _checked(
+        self, snapshot: Snapshot, durations: Durations, decision: Decision
+    ) -> tuple[Decision, list[str]]:
         """``decision`` laid out and checked; the jobs whose starts were taken out."""
         if not decision.starts:
             return decision, []
@@ -222,25 +282,29 @@ class SteadyStarts:
         if not any(job.layout == "block" for job in started.values()):
             return decision, []  # trace replays: no block jobs, nothing to lay out
         decision = lay_out(snapshot, decision, started)
+        ends = ExpectedEnds(snapshot, durations)
         dropped: list[str] = []
         for _ in range(MAX_PASSES):
-            checked, taken_out = self._check(snapshot, decision, started)
+            checked, taken_out = self._check(snapshot, ends, decision, started)
             dropped += taken_out
             if not taken_out:
                 return checked, dropped
             decision = lay_out(snapshot, checked, started)  # their room is free again
-        checked, taken_out = self._check(snapshot, decision, started)
+        checked, taken_out = self._check(snapshot, ends, decision, started)
         return checked, dropped + taken_out
 
     def _check(
-        self, snapshot: Snapshot, decision: Decision, started: dict[str, Job]
+        self,
+        snapshot: Snapshot,
+        ends: ExpectedEnds,
+        decision: Decision,
+        started: dict[str, Job],
     ) -> tuple[Decision, list[str]]:
         """The decision with its drifting block starts taken out or marked; the jobs
         taken out."""
         free = FreeCapacity.of(snapshot)
         for start in decision.starts:
             free.take(start.allocation, started[start.job_id])
-        now = snapshot.time
         kept = []
         dropped: list[str] = []
         marked = False
@@ -251,7 +315,7 @@ class SteadyStarts:
                 split = steady_layout_in(snapshot, job, start.allocation, free)
                 free.take(start.allocation, job)
                 if split is None:
-                    if now - self.waits.setdefault(job.id, now) < self.wait:
+                    if worth_waiting(ends, job, start.allocation, self.waits, self.wait):
                         dropped.append(job.id)
                         continue
                     start = replace(start, may_drift=True)

@@ -143,7 +143,8 @@ class Policy(BaseModel):
         le=3600,
         description="Jobs whose tasks Slurm spreads over their nodes itself: seconds one that "
         "could start now may wait for nodes where no running job's end can change Slurm's "
-        "split (so it runs exactly as decided); 0: start it at once.",
+        "split (so it runs exactly as decided), if a job on its nodes is expected to end "
+        "within that time; 0: start it at once.",
     )
     overrun: OverrunRule = Field(
         "request",

@@ -27,6 +27,14 @@ def block(j):
     return replace(j, layout="block")
 
 
+def ending_soon(snap, within=10):
+    """The limits as durations, but every running job expected to end ``within`` seconds
+    after the snapshot: a block job's split may become steady soon, so it waits for it."""
+    durations = limits_as_durations(snap)
+    durations.update({rj.job.id: snap.time - rj.start + within for rj in snap.running})
+    return durations
+
+
 def test_a_block_job_leaves_a_busy_node_unless_it_is_its_last():
     # n0 runs a job (2 of 4 free), n1 and n2 are idle. Best-fit fills n0 first: if that
     # job ends before Slurm allocates, Slurm puts 4 tasks on n0, not 2 — so the block job
@@ -57,18 +65,39 @@ def test_a_busy_node_may_be_the_last_and_other_jobs_are_left_alone():
 
 
 def test_without_a_steady_placement_a_job_that_could_start_now_waits_for_one():
-    # Every node runs a job; no placement of 5 tasks is steady. EASY reserves the job for
-    # when a running job ends (time 100) instead of starting it on a drifting split.
+    # Every node runs a job, expected to end in 10 s; no placement of 5 tasks is steady.
+    # EASY reserves the job for when a running job ends instead of starting it on a
+    # drifting split.
     runs = [running(job(f"r{n}", units=2), 0, [(n, 2)]) for n in range(3)]
     snap = snapshot(0, nodes(4, 4, 4), runs, [block(job("b", units=5))])
     free = FreeCapacity.of(snap)
     assert steady_placement(snap.queued[0], free, frozenset()) is None  # nothing settled
     placer = SteadyBlocks(BestFit())
-    placer.observe(snap, limits_as_durations(snap))
+    placer.observe(snap, ending_soon(snap))
     assert placer.place(snap.queued[0], free) is None
-    decision = make_dispatcher("easy", "best-fit").decide(snap, limits_as_durations(snap))
+    decision = make_dispatcher("easy", "best-fit").decide(snap, ending_soon(snap))
     assert decision.starts == ()
-    assert decision.planned == {"b": 100}
+    assert decision.planned == {"b": 10}
+
+
+@pytest.mark.parametrize("dispatcher", ["easy", "hcp3"])
+def test_a_job_starts_at_once_when_no_job_on_its_nodes_is_expected_to_end_within_the_wait(
+    dispatcher,
+):
+    # The same machine, its jobs expected to end in 100 s (their limits), or in 50 s but
+    # for the job on the last node (n2), which ends in 10: waiting 30 s would leave the
+    # room idle and the split no safer, so the job starts at once, marked may_drift.
+    runs = [running(job(f"r{n}", units=2), 0, [(n, 2)]) for n in range(3)]
+    snap = snapshot(0, nodes(4, 4, 4), runs, [block(job("b", units=5))])
+    last_ends_soon = {**limits_as_durations(snap), "r0": 50, "r1": 50, "r2": 10}
+    for durations in (limits_as_durations(snap), last_ends_soon):
+        state = DispatcherState()
+        policy = make_dispatcher(dispatcher, "best-fit", state=state, split_wait=30)
+        decision = policy.decide(snap, durations)
+        check_decision(snap, decision)
+        assert [(s.job_id, s.may_drift) for s in decision.starts] == [("b", True)]
+        assert dict(decision.starts[0].allocation) == {0: 2, 1: 2, 2: 1}
+        assert state.split_waits == {}
 
 
 def test_a_reservation_keeps_an_unsteady_placement():
@@ -94,7 +123,7 @@ def test_the_wait_for_a_steady_split_is_bounded(dispatcher):
     started = {}
     for t in (0, 20, 30):
         snap = snapshot(t, nodes(4, 4, 4), runs, queue)
-        decision = policy.decide(snap, limits_as_durations(snap))
+        decision = policy.decide(snap, ending_soon(snap))
         check_decision(snap, decision)
         started[t] = [(s.job_id, s.may_drift) for s in decision.starts]
         assert decision.diagnostics.split_waiting == (t < 30)
@@ -104,7 +133,7 @@ def test_the_wait_for_a_steady_split_is_bounded(dispatcher):
     # A dispatcher that does not wait starts it at once, marked the same.
     snap = snapshot(0, nodes(4, 4, 4), runs, queue)
     at_once = make_dispatcher(dispatcher, "best-fit", split_wait=0)
-    starts = at_once.decide(snap, limits_as_durations(snap)).starts
+    starts = at_once.decide(snap, ending_soon(snap)).starts
     assert [(s.job_id, s.may_drift) for s in starts] == [("b", True)]
 
 
@@ -132,7 +161,7 @@ def test_the_final_check_counts_and_names_the_starts_it_takes_out():
     q0 = Start("q0", ((0, 4), (1, 2), (6, 1), (8, 2)))
     q1 = Start("q1", ((1, 2), (3, 4), (4, 3)))
     waits: dict[str, int] = {}
-    decision = SteadyStarts(Fixed(q0, q1), waits, 30).decide(snap, limits_as_durations(snap))
+    decision = SteadyStarts(Fixed(q0, q1), waits, 30).decide(snap, ending_soon(snap))
     assert [s.job_id for s in decision.starts] == ["q1"]
     d = decision.diagnostics
     assert (d.split_waiting, d.split_dropped) == (1, 1)
@@ -184,7 +213,7 @@ def test_a_job_placed_by_its_node_count_waits_for_a_steady_split_too(dispatcher)
     policy = make_dispatcher(dispatcher, "best-fit", state=state, split_wait=30)
     for t, expected in ((0, []), (30, [("b", True)])):
         snap = snapshot(t, nodes(4, 4, 4), runs, queue)
-        decision = policy.decide(snap, limits_as_durations(snap))
+        decision = policy.decide(snap, ending_soon(snap))
         check_decision(snap, decision)
         assert [(s.job_id, s.may_drift) for s in decision.starts] == expected
         assert decision.diagnostics.split_dropped == 0
@@ -202,7 +231,7 @@ def test_a_steady_placement_the_node_count_refuses_does_not_restart_the_wait():
     started = {}
     for t in (1000, 1030):
         snap = snapshot(t, nodes(4, 4, 4), runs, queue)
-        decision = policy.decide(snap, limits_as_durations(snap))
+        decision = policy.decide(snap, ending_soon(snap))
         check_decision(snap, decision)
         started[t] = [(s.job_id, len(s.allocation), s.may_drift) for s in decision.starts]
     assert started == {1000: [], 1030: [("j", 3, True)]}
@@ -243,7 +272,7 @@ def test_a_block_job_starts_now_only_on_a_steady_split(used, units, dispatcher):
     no running job's end can change Slurm's split; EASY reserves it otherwise."""
     runs = [running(job(f"r{n}", units=u), 0, [(n, u)]) for n, u in enumerate(used) if u > 0]
     snap = snapshot(0, nodes(*[4] * len(used)), runs, [block(job("b", units=units))])
-    decision = make_dispatcher(dispatcher, "best-fit").decide(snap, limits_as_durations(snap))
+    decision = make_dispatcher(dispatcher, "best-fit").decide(snap, ending_soon(snap))
     check_decision(snap, decision)
     for start in decision.starts:
         assert steady_in(snap, start), start
@@ -323,7 +352,7 @@ def test_every_block_start_is_steady_with_the_room_the_whole_decision_leaves(
         for k, (units, tasks, limit) in enumerate(queue)
     ]
     snap = snapshot(0, nodes(*[4] * len(used)), runs, jobs)
-    decision = make_dispatcher(dispatcher, "best-fit").decide(snap, limits_as_durations(snap))
+    decision = make_dispatcher(dispatcher, "best-fit").decide(snap, ending_soon(snap))
     check_decision(snap, decision)
     for start in decision.starts:
         assert not start.may_drift

@@ -227,11 +227,12 @@ def test_job_info_explains_pending_and_finished(client):
 
 
 def test_job_info_says_a_task_job_waits_for_a_split_that_cannot_drift(client):
-    # Every node runs a job: Slurm's split of a 5-task job could change when one ends
-    # before Slurm allocates it, so the job is not started now, and its info says why.
+    # Every node runs a job, due to end in 20 s: Slurm's split of a 5-task job could
+    # change when it ends before Slurm allocates the job, so the job is not started now
+    # but waits for that end, and its info says why.
     nodes = [node(f"n{i}") for i in (1, 2, 3)]
     running = {
-        **job("r1", units=6),
+        **job("r1", units=6, limit=520),
         "start": 500,
         "allocation": {"n1": 2, "n2": 2, "n3": 2},
     }
