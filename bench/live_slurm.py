@@ -444,7 +444,9 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=60.0)
     parser.add_argument("--out", type=Path)
     parser.add_argument(
-        "--keep", type=Path, help="copy each run's audit trail, logs and jobcomp file here"
+        "--keep",
+        type=Path,
+        help="copy each run's audit trail and logs, and the jobcomp and slurmctld logs here",
     )
     parser.add_argument(
         "--analyse", type=Path, metavar="DIR", help="run nothing: the figures of runs kept in DIR"
@@ -476,6 +478,7 @@ def main() -> None:
         if args.keep is not None:
             shutil.copytree(root / "runs", args.keep / "runs", dirs_exist_ok=True)
             shutil.copy(root / "log" / "jobcomp.txt", args.keep)
+            shutil.copy(root / "log" / "slurmctld.log", args.keep)  # why a job stayed pending
         shutil.rmtree(root, ignore_errors=True)
     print_table(results)
 
