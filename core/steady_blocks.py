@@ -19,17 +19,17 @@ later starts leave it the room it was found steady with. One that is not steady 
 replaced by a steady one on the same free capacity when there is one (the fewest nodes:
 settled ones, plus one last node that may be in use). When there is none and the
 placement would start the job *now* (not in capacity free only later,
-``FreeCapacity.later``), the job waits instead, if a job running on its nodes is
-expected to end within ``wait`` seconds (by the durations: a steady split may come
-then): the allocator says it does not fit now, so EASY reserves it and HCP3 postpones
-it. It waits at most ``wait`` seconds of snapshot time from the first call it waited
-on. Then, or at once when nothing on its nodes is expected to end that soon (waiting
-would leave the room idle and the split no safer: it drifts only if a job there ends
-in the second before Slurm allocates, as likely later as now), it starts on the
-unsteady placement, marked ``may_drift`` so that the bridge does not make it wait.
-Placements in later
-capacity (reservations) are kept as they are: nothing starts on them yet. Other jobs go
-straight through, so replays of traces (no block jobs) place exactly as before.
+``FreeCapacity.later``), the job waits instead, if a job running on one of its nodes
+where that end changes its split is expected to end within ``wait`` seconds (by the
+durations: a steady split may come then). The allocator then says it does not fit now,
+so EASY reserves it and HCP3 postpones it. It waits at most ``wait`` seconds of
+snapshot time from the first call it waited on. Then, or at once when no such end is
+expected that soon (waiting would leave the room idle and the split no safer: it
+drifts only if a job there ends in the second before Slurm allocates, as likely later
+as now), it starts on the unsteady placement, marked ``may_drift`` so that the bridge
+does not make it wait. Placements in later capacity (reservations) are kept as they
+are: nothing starts on them yet. Other jobs go straight through, so replays of traces
+(no block jobs) place exactly as before.
 
 A decision's later starts may take room on a block job's nodes, and the re-split
 (:func:`~cpsched.core.layout.lay_out`) then gives it another split than the one found
@@ -114,7 +114,7 @@ class SteadyBlocks:
             split = steady_placement(job, free, settled)
         if split is not None:
             return split
-        if free.later or not self.worth_waiting(job, allocation):
+        if free.later or not self.worth_waiting(job, allocation, free):
             return allocation
         return None  # not now: a steady moment comes when a job on these nodes ends
 
@@ -139,26 +139,27 @@ class SteadyBlocks:
         grown = grown_rows(self._snapshot, [node], free)[0]
         return fit == min(units_fitting(grown, job.wanted), most)
 
-    def worth_waiting(self, job: Job, allocation: Allocation) -> bool:
-        """Whether ``job``, unsteady on ``allocation``, should wait for a steady split
-        (starting its wait now if it had not): :func:`worth_waiting`."""
+    def worth_waiting(self, job: Job, allocation: Allocation, free: FreeCapacity) -> bool:
+        """Whether ``job``, unsteady on ``allocation`` in ``free``, should wait for a
+        steady split (starting its wait now if it had not): :func:`worth_waiting`."""
         if self._snapshot is None:
-            return True
+            return False  # no running job: nothing to wait for
         if self._ends is None:
             self._ends = ExpectedEnds(self._snapshot, self._durations)
-        return worth_waiting(self._ends, job, allocation, self.waiting, self.wait)
+        drifting = drifting_nodes_in(self._snapshot, job, allocation, free)
+        return worth_waiting(self._ends, job, drifting, self.waiting, self.wait)
 
 
 def worth_waiting(
-    ends: ExpectedEnds, job: Job, allocation: Allocation, waits: dict[str, int], wait: int
+    ends: ExpectedEnds, job: Job, drifting: Sequence[int], waits: dict[str, int], wait: int
 ) -> bool:
-    """Whether ``job``, whose split on ``allocation`` could drift, should wait for a
-    steady one: while it has waited less than ``wait`` seconds (since ``waits`` records
-    it first waited; recorded now if not) and a job running on its nodes is expected to
-    end within what is left of them (module doc)."""
+    """Whether ``job`` should wait for a steady split: while it has waited less than
+    ``wait`` seconds (since ``waits`` records it first waited; recorded now if not) and
+    a job running on one of the ``drifting`` nodes (where an end changes its split) is
+    expected to end before what is left of them has passed (module doc)."""
     now = ends.now
     left = wait - (now - waits.get(job.id, now))
-    if left <= 0 or not ends.within(allocation, left):
+    if left <= 0 or not ends.before(drifting, left):
         return False
     waits.setdefault(job.id, now)
     return True
@@ -175,14 +176,12 @@ class ExpectedEnds:
         self.now = snapshot.time
         self._first: list[int | None] | None = None
 
-    def within(self, allocation: Allocation, seconds: int) -> bool:
-        """Whether a job running on one of ``allocation``'s nodes but the last (in node
-        order: the last takes what is left, whatever its room) is expected to end within
-        ``seconds``."""
+    def before(self, nodes: Sequence[int], seconds: int) -> bool:
+        """Whether a job running on one of ``nodes`` is expected to end in less than
+        ``seconds`` (an end due just as a wait runs out comes too late for it)."""
         if self._first is None:
             self._first = self._first_ends()
-        nodes = sorted(node for node, _ in allocation)[:-1]
-        return any((end := self._first[n]) is not None and end <= seconds for n in nodes)
+        return any((end := self._first[n]) is not None and end < seconds for n in nodes)
 
     def _first_ends(self) -> list[int | None]:
         first: list[int | None] = [None] * len(self.snapshot.nodes)
@@ -220,12 +219,35 @@ def steady_layout(
 ) -> Allocation | None:
     """Slurm's split of ``job`` over ``nodes`` with each node's ``room`` if it is steady
     (the same with each node's ``grown`` room, its room once the jobs running there
-    ended), else None."""
+    ended), else None (also when the job does not fit them: its tasks-per-node limit)."""
+    now, then = _fits(job, room), _fits(job, grown)
+    if sum(now) < job.units:
+        return None
+    split = block_layout(job.units, list(zip(nodes, now, strict=True)))
+    return split if split == block_layout(job.units, list(zip(nodes, then, strict=True))) else None
+
+
+def drifting_nodes(
+    job: Job, nodes: Sequence[int], room: Sequence[Amounts], grown: Sequence[Amounts]
+) -> list[int]:
+    """The ``nodes`` where the end of the jobs running there (``grown``: each node's
+    room then) changes Slurm's split of ``job``; none when it does not fit them."""
+    now, then = _fits(job, room), _fits(job, grown)
+    if sum(now) < job.units:
+        return []
+    split = block_layout(job.units, list(zip(nodes, now, strict=True)))
+    drifting = []
+    for i, node in enumerate(nodes):
+        if then[i] > now[i]:
+            fits = [*now[:i], then[i], *now[i + 1 :]]
+            if block_layout(job.units, list(zip(nodes, fits, strict=True))) != split:
+                drifting.append(node)
+    return drifting
+
+
+def _fits(job: Job, rows: Sequence[Amounts]) -> list[int]:
     most = most_per_node(job)
-    now = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, room, strict=True)]
-    then = [(n, min(units_fitting(r, job.wanted), most)) for n, r in zip(nodes, grown, strict=True)]
-    split = block_layout(job.units, now)
-    return split if split == block_layout(job.units, then) else None
+    return [min(units_fitting(row, job.wanted), most) for row in rows]
 
 
 def steady_layout_in(
@@ -236,6 +258,15 @@ def steady_layout_in(
     nodes = [node for node, _ in allocation]
     grown = grown_rows(snapshot, nodes, free)
     return steady_layout(job, nodes, [free.row(n) for n in nodes], grown)
+
+
+def drifting_nodes_in(
+    snapshot: Snapshot, job: Job, allocation: Allocation, free: FreeCapacity
+) -> list[int]:
+    """:func:`drifting_nodes` of ``allocation``'s nodes with their room in ``free``."""
+    nodes = [node for node, _ in allocation]
+    grown = grown_rows(snapshot, nodes, free)
+    return drifting_nodes(job, nodes, [free.row(n) for n in nodes], grown)
 
 
 class SteadyStarts:
@@ -313,9 +344,11 @@ class SteadyStarts:
             if job.layout == "block" and len(start.allocation) > 1 and not start.may_drift:
                 free.give(start.allocation, job)  # its own share is its room
                 split = steady_layout_in(snapshot, job, start.allocation, free)
+                if split is None:
+                    drifting = drifting_nodes_in(snapshot, job, start.allocation, free)
                 free.take(start.allocation, job)
                 if split is None:
-                    if worth_waiting(ends, job, start.allocation, self.waits, self.wait):
+                    if worth_waiting(ends, job, drifting, self.waits, self.wait):
                         dropped.append(job.id)
                         continue
                     start = replace(start, may_drift=True)

@@ -27,7 +27,7 @@ def block(j):
     return replace(j, layout="block")
 
 
-def ending_soon(snap, within=10):
+def ending_soon(snap, within=5):
     """The limits as durations, but every running job expected to end ``within`` seconds
     after the snapshot: a block job's split may become steady soon, so it waits for it."""
     durations = limits_as_durations(snap)
@@ -65,7 +65,7 @@ def test_a_busy_node_may_be_the_last_and_other_jobs_are_left_alone():
 
 
 def test_without_a_steady_placement_a_job_that_could_start_now_waits_for_one():
-    # Every node runs a job, expected to end in 10 s; no placement of 5 tasks is steady.
+    # Every node runs a job, expected to end in 5 s; no placement of 5 tasks is steady.
     # EASY reserves the job for when a running job ends instead of starting it on a
     # drifting split.
     runs = [running(job(f"r{n}", units=2), 0, [(n, 2)]) for n in range(3)]
@@ -77,7 +77,7 @@ def test_without_a_steady_placement_a_job_that_could_start_now_waits_for_one():
     assert placer.place(snap.queued[0], free) is None
     decision = make_dispatcher("easy", "best-fit").decide(snap, ending_soon(snap))
     assert decision.starts == ()
-    assert decision.planned == {"b": 10}
+    assert decision.planned == {"b": 5}
 
 
 @pytest.mark.parametrize("dispatcher", ["easy", "hcp3"])
@@ -110,6 +110,59 @@ def test_a_reservation_keeps_an_unsteady_placement():
     later.later = True
     later.give(((0, 2),), runs[0].job)  # r0 has ended by then
     assert placer.place(snap.queued[0], later) == BestFit().place(snap.queued[0], later)
+
+
+@pytest.mark.parametrize("dispatcher", ["easy", "fcfs"])
+def test_only_an_end_that_changes_the_split_is_worth_waiting_for(dispatcher):
+    # A -N 4 job of 7 tasks on four 4-core nodes splits (n0: 2, n1: 3, n2: 1, n3: 1).
+    # r2's end on n2, due in 5 s, would not change that (n2 gets one task either way);
+    # r0's on n0 would, but it is due in 1,000 s: the job starts at once, marked.
+    runs = [
+        running(job("r0", units=2, limit=1000), 0, [(0, 2)]),
+        running(job("r2", units=2, limit=5), 0, [(2, 2)]),
+    ]
+    four = Constraints(min_nodes=4, max_nodes=4)
+    snap = snapshot(
+        0, nodes(4, 4, 4, 4), runs, [replace(block(job("b", units=7)), constraints=four)]
+    )
+    state = DispatcherState()
+    decision = make_dispatcher(dispatcher, "best-fit", state=state).decide(
+        snap, limits_as_durations(snap)
+    )
+    check_decision(snap, decision)
+    assert [(s.job_id, dict(s.allocation), s.may_drift) for s in decision.starts] == [
+        ("b", {0: 2, 1: 3, 2: 1, 3: 1}, True)
+    ]
+    assert state.split_waits == {}
+
+
+def test_a_job_stops_waiting_when_the_end_it_waits_for_comes_after_its_wait():
+    # b has waited since t = 0; at t = 20 the job on its nodes is due in 15 s, after
+    # what is left of its 30 s: it starts now rather than wait 10 s for nothing.
+    runs = [running(job(f"r{n}", units=2, limit=35), 0, [(n, 2)]) for n in range(3)]
+    snap = snapshot(20, nodes(4, 4, 4), runs, [block(job("b", units=5))])
+    state = DispatcherState(split_waits={"b": 0})
+    policy = make_dispatcher("easy", "best-fit", state=state, split_wait=30)
+    decision = policy.decide(snap, limits_as_durations(snap))
+    assert [(s.job_id, s.may_drift) for s in decision.starts] == [("b", True)]
+    # Due in 9 s instead: it waits on.
+    soon = [running(job(f"r{n}", units=2, limit=29), 0, [(n, 2)]) for n in range(3)]
+    snap = snapshot(20, nodes(4, 4, 4), soon, [block(job("b", units=5))])
+    assert policy.decide(snap, limits_as_durations(snap)).starts == ()
+
+
+def test_a_task_job_over_its_per_node_limit_is_refused_not_an_error():
+    # Best-fit puts 3 tasks on n0 or n1, over the job's tasks-per-node of 2: the site's
+    # rule refuses that placement (it used to raise while laying the split out).
+    runs = [running(job("r0", units=2), 0, [(0, 2)]), running(job("r1", units=3), 0, [(1, 3)])]
+    two_per_node = Constraints(tasks_per_node=2)
+    queue = [replace(block(job("b", units=5)), constraints=two_per_node)]
+    snap = snapshot(0, nodes(4, 4, 4), runs, queue)
+    for dispatcher in ("easy", "fcfs"):
+        decision = make_dispatcher(dispatcher, "best-fit").decide(snap, ending_soon(snap))
+        check_decision(snap, decision)
+        for start in decision.starts:
+            assert max(n for _, n in start.allocation) <= 2
 
 
 @pytest.mark.parametrize("dispatcher", ["easy", "hcp3"])
@@ -167,6 +220,11 @@ def test_the_final_check_counts_and_names_the_starts_it_takes_out():
     assert (d.split_waiting, d.split_dropped) == (1, 1)
     assert "held back, their split could drift: q0" in d.notes
     assert waits == {"q0": 0}
+    # With no job on its nodes due within the wait, q0 is not held back but marked.
+    waits = {}
+    decision = SteadyStarts(Fixed(q0, q1), waits, 30).decide(snap, limits_as_durations(snap))
+    assert [(s.job_id, s.may_drift) for s in decision.starts] == [("q0", True), ("q1", False)]
+    assert (decision.diagnostics.split_dropped, waits) == (0, {})
 
 
 @settings(max_examples=60, deadline=None)
@@ -195,7 +253,7 @@ def test_the_final_check_takes_out_no_start_the_placer_found_steady(used, queue,
         for k, (units, limit) in enumerate(queue)
     ]
     snap = snapshot(0, nodes(*caps), runs, jobs)
-    decision = make_dispatcher(dispatcher, "best-fit").decide(snap, limits_as_durations(snap))
+    decision = make_dispatcher(dispatcher, "best-fit").decide(snap, ending_soon(snap))
     check_decision(snap, decision)
     assert decision.diagnostics.split_dropped == 0
 
