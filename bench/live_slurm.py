@@ -256,11 +256,13 @@ def usable_ends(database: Path, rows: dict[str, tuple[int, int, int]]) -> dict[s
     """Job end → next start over the ends a scheduler can act on.
 
     An end is *usable* when EASY on the users' limits (what Slurm's backfill does), with
-    the site's rules and no wait for a steady split, starts a job on the first snapshot
-    the service got at or after it. An end that frees too little for any waiting job is
-    left out: no cycle can start a job there, by any policy. Needs the audit's snapshots
-    (the service's ``audit_snapshots``); ``nan`` without them. *Answered* ends are the
-    usable ends the service decided on within ``ANSWERED_S`` (outside the outage)."""
+    the site's rules and priorities and no wait for a steady split, starts a job on the
+    first snapshot the service got after it (the first not showing the job running). An
+    end that frees too little for any waiting job is left out: no cycle can start a job
+    there, by any policy. Needs the audit's snapshots (the service's
+    ``audit_snapshots``); ``nan`` without them. *Answered* ends are the usable ends the
+    service decided on within ``ANSWERED_S`` (outside the outage; an end in it may
+    count as unusable when Slurm's fallback has used the room by then)."""
     with sqlite3.connect(database) as db:
         kept = [
             (at, snapshot)
@@ -271,14 +273,20 @@ def usable_ends(database: Path, rows: dict[str, tuple[int, int, int]]) -> dict[s
         ]
     times = [t for t, _ in kept]
     starts = sorted(start for _, start, _ in rows.values())
-    easy = make_dispatcher("easy", "best-fit", split_wait=0)
+    easy = make_dispatcher("easy", "best-fit", split_wait=0, queue_order="site")
     gaps, answered, unusable = [], [], 0
-    for _, _, end in rows.values():
+    for job_id, (_, _, end) in rows.items():
         i = bisect_left(times, end)
         later = bisect_left(starts, end)
-        if i == len(times) or later == len(starts):
+        request = None
+        while i < len(times):  # a snapshot of the same second may predate the end
+            request = DispatchRequest.model_validate_json(kept[i][1])
+            if all(r.id != job_id for r in request.running):
+                break
+            i += 1
+        if i == len(times) or later == len(starts) or request is None:
             continue
-        snapshot = to_snapshot(DispatchRequest.model_validate_json(kept[i][1])).snapshot
+        snapshot = to_snapshot(request).snapshot
         limits = {j.id: j.time_limit for j in snapshot.queued}
         limits.update({r.job.id: r.time_limit for r in snapshot.running})
         if not easy.decide(snapshot, limits).starts:
@@ -457,6 +465,9 @@ def main() -> None:
         return
     if args.out is None:
         parser.error("--out is required (unless --analyse)")
+    if args.keep is not None and (args.keep / "runs").exists():
+        # A new test bed numbers its jobs from 1 again: runs kept together would mix.
+        parser.error(f"{args.keep}/runs exists: keep each sitting in a directory of its own")
     if os.geteuid() != 0:
         sys.exit("live_slurm.py starts slurmd and creates users: run it as root")
     jobs = workload(args.trace, args.start, args.jobs, args.span)
@@ -477,8 +488,9 @@ def main() -> None:
         sh("bash", str(TESTBED / "stop.sh"), str(root), env=env, check=False)
         if args.keep is not None:
             shutil.copytree(root / "runs", args.keep / "runs", dirs_exist_ok=True)
-            shutil.copy(root / "log" / "jobcomp.txt", args.keep)
-            shutil.copy(root / "log" / "slurmctld.log", args.keep)  # why a job stayed pending
+            for log in ("jobcomp.txt", "slurmctld.log"):  # slurmctld's: why a job stayed pending
+                if (root / "log" / log).exists():
+                    shutil.copy(root / "log" / log, args.keep)
         shutil.rmtree(root, ignore_errors=True)
     print_table(results)
 
