@@ -167,8 +167,9 @@ def worth_waiting(
 
 class ExpectedEnds:
     """When the first of the jobs running on each node is expected to end (by the
-    durations; a job's limit if it has none), worked out on first use: only decisions
-    with a task job that could drift need it."""
+    durations), worked out on first use: only decisions with a task job that could drift
+    need it. A job planned to run to its limit (no prediction, or one it has outlived)
+    has no expected end: the limit only bounds it, so it may end any moment."""
 
     def __init__(self, snapshot: Snapshot, durations: Durations) -> None:
         self.snapshot = snapshot
@@ -187,7 +188,8 @@ class ExpectedEnds:
         first: list[int | None] = [None] * len(self.snapshot.nodes)
         for running in self.snapshot.running:
             expected = self.durations.get(running.job.id, running.time_limit)
-            left = remaining(running, expected, self.now)
+            # Planned to its limit (no prediction, or past it): it may end any moment.
+            left = 0 if expected >= running.time_limit else remaining(running, expected, self.now)
             for node, _ in running.allocation:
                 known = first[node]
                 first[node] = left if known is None else min(known, left)

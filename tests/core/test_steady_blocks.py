@@ -84,13 +84,14 @@ def test_without_a_steady_placement_a_job_that_could_start_now_waits_for_one():
 def test_a_job_starts_at_once_when_no_job_on_its_nodes_is_expected_to_end_within_the_wait(
     dispatcher,
 ):
-    # The same machine, its jobs expected to end in 100 s (their limits), or in 50 s but
+    # The same machine, its jobs (limits 100 s) expected to end in 90 s, or in 50 s but
     # for the job on the last node (n2), which ends in 10: waiting 30 s would leave the
     # room idle and the split no safer, so the job starts at once, marked may_drift.
     runs = [running(job(f"r{n}", units=2), 0, [(n, 2)]) for n in range(3)]
     snap = snapshot(0, nodes(4, 4, 4), runs, [block(job("b", units=5))])
+    far = {**limits_as_durations(snap), "r0": 90, "r1": 90, "r2": 90}
     last_ends_soon = {**limits_as_durations(snap), "r0": 50, "r1": 50, "r2": 10}
-    for durations in (limits_as_durations(snap), last_ends_soon):
+    for durations in (far, last_ends_soon):
         state = DispatcherState()
         policy = make_dispatcher(dispatcher, "best-fit", state=state, split_wait=30)
         decision = policy.decide(snap, durations)
@@ -98,6 +99,12 @@ def test_a_job_starts_at_once_when_no_job_on_its_nodes_is_expected_to_end_within
         assert [(s.job_id, s.may_drift) for s in decision.starts] == [("b", True)]
         assert dict(decision.starts[0].allocation) == {0: 2, 1: 2, 2: 1}
         assert state.split_waits == {}
+    # Planned to their limits (no prediction, or one outlived), they may end any moment:
+    # the job waits.
+    state = DispatcherState()
+    policy = make_dispatcher(dispatcher, "best-fit", state=state, split_wait=30)
+    assert policy.decide(snap, limits_as_durations(snap)).starts == ()
+    assert state.split_waits == {"b": 0}
 
 
 def test_a_reservation_keeps_an_unsteady_placement():
@@ -127,7 +134,7 @@ def test_only_an_end_that_changes_the_split_is_worth_waiting_for(dispatcher):
     )
     state = DispatcherState()
     decision = make_dispatcher(dispatcher, "best-fit", state=state).decide(
-        snap, limits_as_durations(snap)
+        snap, {**limits_as_durations(snap), "r0": 900}
     )
     check_decision(snap, decision)
     assert [(s.job_id, dict(s.allocation), s.may_drift) for s in decision.starts] == [
@@ -139,16 +146,15 @@ def test_only_an_end_that_changes_the_split_is_worth_waiting_for(dispatcher):
 def test_a_job_stops_waiting_when_the_end_it_waits_for_comes_after_its_wait():
     # b has waited since t = 0; at t = 20 the job on its nodes is due in 15 s, after
     # what is left of its 30 s: it starts now rather than wait 10 s for nothing.
-    runs = [running(job(f"r{n}", units=2, limit=35), 0, [(n, 2)]) for n in range(3)]
+    runs = [running(job(f"r{n}", units=2), 0, [(n, 2)]) for n in range(3)]
     snap = snapshot(20, nodes(4, 4, 4), runs, [block(job("b", units=5))])
     state = DispatcherState(split_waits={"b": 0})
     policy = make_dispatcher("easy", "best-fit", state=state, split_wait=30)
-    decision = policy.decide(snap, limits_as_durations(snap))
+    decision = policy.decide(snap, {**limits_as_durations(snap), "r0": 35, "r1": 35, "r2": 35})
     assert [(s.job_id, s.may_drift) for s in decision.starts] == [("b", True)]
     # Due in 9 s instead: it waits on.
-    soon = [running(job(f"r{n}", units=2, limit=29), 0, [(n, 2)]) for n in range(3)]
-    snap = snapshot(20, nodes(4, 4, 4), soon, [block(job("b", units=5))])
-    assert policy.decide(snap, limits_as_durations(snap)).starts == ()
+    soon = {**limits_as_durations(snap), "r0": 29, "r1": 29, "r2": 29}
+    assert policy.decide(snap, soon).starts == ()
 
 
 def test_a_task_job_over_its_per_node_limit_is_refused_not_an_error():
@@ -222,7 +228,8 @@ def test_the_final_check_counts_and_names_the_starts_it_takes_out():
     assert waits == {"q0": 0}
     # With no job on its nodes due within the wait, q0 is not held back but marked.
     waits = {}
-    decision = SteadyStarts(Fixed(q0, q1), waits, 30).decide(snap, limits_as_durations(snap))
+    far = {**limits_as_durations(snap), **{r.job.id: 90 for r in runs}}
+    decision = SteadyStarts(Fixed(q0, q1), waits, 30).decide(snap, far)
     assert [(s.job_id, s.may_drift) for s in decision.starts] == [("q0", True), ("q1", False)]
     assert (decision.diagnostics.split_dropped, waits) == (0, {})
 
