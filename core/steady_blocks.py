@@ -105,7 +105,7 @@ class SteadyBlocks:
     ) -> Allocation | None:
         """``allocation`` as Slurm splits it if that is steady; else (``search``) a
         steady placement elsewhere in ``free``; else ``allocation`` if it need not wait
-        (a reservation, or a job that waited ``wait`` seconds); else None."""
+        (a reservation, or waiting is not worth it: :meth:`worth_waiting`); else None."""
         if job.layout != "block" or len(allocation) < 2:
             return allocation
         split = self.steady_layout(job, allocation, free)
@@ -257,23 +257,28 @@ def steady_layout_in(
 ) -> Allocation | None:
     """Slurm's split of ``job`` on ``allocation``'s nodes with their room in ``free``, if
     it is steady with the snapshot's running jobs there ended (:func:`steady_layout`)."""
-    nodes = [node for node, _ in allocation]
-    grown = grown_rows(snapshot, nodes, free)
-    return steady_layout(job, nodes, [free.row(n) for n in nodes], grown)
+    return steady_layout(job, *_rooms(snapshot, allocation, free))
 
 
 def drifting_nodes_in(
     snapshot: Snapshot, job: Job, allocation: Allocation, free: FreeCapacity
 ) -> list[int]:
     """:func:`drifting_nodes` of ``allocation``'s nodes with their room in ``free``."""
+    return drifting_nodes(job, *_rooms(snapshot, allocation, free))
+
+
+def _rooms(
+    snapshot: Snapshot | None, allocation: Allocation, free: FreeCapacity
+) -> tuple[list[int], list[Amounts], list[Amounts]]:
+    """``allocation``'s nodes, their room in ``free``, and their room once the jobs
+    running there ended."""
     nodes = [node for node, _ in allocation]
-    grown = grown_rows(snapshot, nodes, free)
-    return drifting_nodes(job, nodes, [free.row(n) for n in nodes], grown)
+    return nodes, [free.row(n) for n in nodes], grown_rows(snapshot, nodes, free)
 
 
 class SteadyStarts:
     """``inner``'s decision, laid out, with every block start that could drift taken out
-    until its job has waited ``wait`` seconds, then marked ``may_drift`` (module doc).
+    while waiting for a steady split is worth it, else marked ``may_drift`` (module doc).
 
     ``waits`` is the placer's record (:class:`SteadyBlocks`' ``waiting``): since when each
     block job has waited for a steady split. The decision's diagnostics say how many
@@ -345,11 +350,12 @@ class SteadyStarts:
             job = started[start.job_id]
             if job.layout == "block" and len(start.allocation) > 1 and not start.may_drift:
                 free.give(start.allocation, job)  # its own share is its room
-                split = steady_layout_in(snapshot, job, start.allocation, free)
-                if split is None:
-                    drifting = drifting_nodes_in(snapshot, job, start.allocation, free)
+                steady = steady_layout_in(snapshot, job, start.allocation, free) is not None
+                drifting = (
+                    [] if steady else drifting_nodes_in(snapshot, job, start.allocation, free)
+                )
                 free.take(start.allocation, job)
-                if split is None:
+                if not steady:
                     if worth_waiting(ends, job, drifting, self.waits, self.wait):
                         dropped.append(job.id)
                         continue
