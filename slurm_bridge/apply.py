@@ -4,12 +4,15 @@ A start is applied only if, in the state read this cycle, the job is still pendi
 held for cpsched, every chosen node exists, is up and has room (Slurm's own "allocated"
 figures, minus what this cycle already started), the allocation has a shape the job
 can take (one node for a single-node job, distinct nodes for a one-unit-per-node job),
-and Slurm will lay it out exactly as decided. Slurm splits a task job pinned to several
-nodes itself (:func:`slurm_split`): the start goes ahead only when that split is the
-decided one whatever order Slurm allocates the waiting jobs in (:func:`slurm_split_now`);
-a task job whose split depends on that order waits one cycle (deferred), and so does
-one whose split a running job's end could still change before Slurm allocates it
-(:func:`drifting_node`), up to the bridge's ``split_drift_wait_s``. When the split
+and Slurm will lay it out exactly as decided. A task job started on several nodes gets
+its decided cores on each (:func:`exact_split`) where the workload manager pins them
+(Slurm's core reservations, ``split_pin = "reservation"``). Pinned by node list only,
+Slurm splits such a job itself (:func:`slurm_split`): the start goes ahead only when
+that split is the decided one whatever order Slurm allocates the waiting jobs in
+(:func:`slurm_split_now`); a task job whose split depends on that order waits one
+cycle (deferred), and so does one whose split a running job's end could still change
+before Slurm allocates it (:func:`drifting_node`), up to the bridge's
+``split_drift_wait_s``. When the split
 is known but differs from the decided one (the service read the nodes a little
 differently), the job is started as Slurm will split it, on the same nodes and within
 the room no other start uses, and the adjustment is reported. Anything refused or
@@ -22,7 +25,7 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from cpsched.slurm_bridge.backend import WorkloadManager
+from cpsched.slurm_bridge.backend import ExactSplit, WorkloadManager
 from cpsched.slurm_bridge.eligibility import held_back
 from cpsched.slurm_bridge.errors import CommandError
 from cpsched.slurm_bridge.limits import SiteLimits, add_use, over_limit, usage_of
@@ -321,6 +324,7 @@ def apply_decision(
                 in_order,
                 cpus_per_node=job.shape.cpus_per_node,
                 partition=_partition_to_run_in(job, start.allocation, state),
+                exact=None if backend.splits_tasks else exact_split(job, in_order, state),
             )
         except CommandError as exc:
             result.failed[job.id] = str(exc)
@@ -332,6 +336,18 @@ def apply_decision(
         log.info("started", extra={"job": job.id, "allocation": start.allocation})
     _apply_extensions(decision, state, backend, result)
     return result
+
+
+def exact_split(
+    job: JobView, allocation: Mapping[str, int], state: ClusterState
+) -> ExactSplit | None:
+    """The cores a task job started on several nodes must hold on each, or None for a
+    job whose split is not Slurm's to choose (one node, or ``-N k``)."""
+    cpus = job.shape.per_unit.get("cpu", 0)
+    if not job.shape.laid_out_by_slurm or len(allocation) < 2 or cpus <= 0:
+        return None
+    cores = {n: -(-units * cpus // state.nodes[n].cpus_per_core) for n, units in allocation.items()}
+    return ExactSplit(user=job.user, cores=cores)
 
 
 def _apply_extensions(

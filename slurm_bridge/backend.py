@@ -7,17 +7,28 @@ tests use a fake. Every method acts on one job and raises ``CommandError`` on fa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from cpsched.slurm_bridge.model import ClusterState, JobView
 
 
+@dataclass(frozen=True, slots=True)
+class ExactSplit:
+    """The cores a task job spread over several nodes must get on each (listed in the
+    workload manager's node order), for its user: the workload manager would otherwise
+    split its tasks over the nodes its own way."""
+
+    user: str
+    cores: Mapping[str, int]
+
+
 class WorkloadManager(Protocol):
     name: str
     splits_tasks: bool
-    """Whether it splits a task job's tasks over the pinned nodes itself (Slurm: then
-    only its own split can be decided) or runs an exact per-node allocation (PBS's
-    ``qrun -H``)."""
+    """Whether it splits a task job's tasks over the pinned nodes itself (Slurm pinned
+    by node list only: then only its own split can be decided) or runs an exact
+    per-node allocation (PBS's ``qrun -H``; Slurm pinned by a core reservation)."""
 
     def read_state(self) -> ClusterState:
         """Nodes, running jobs with their allocation, pending jobs (held or not)."""
@@ -30,13 +41,21 @@ class WorkloadManager(Protocol):
         *,
         cpus_per_node: int | None = None,
         partition: str | None = None,
+        exact: ExactSplit | None = None,
     ) -> None:
         """Pin the job to exactly the nodes of ``allocation`` (units per node) and let it
         run; ``cpus_per_node``: give each node at least that many CPUs (Slurm's
         even split of a ``-N k`` job, which it would otherwise fill node by node);
         ``partition``: run it in this one of its partitions (a job submitted to several
         is started only in the first unless told: Slurm 22.05 leaves it pending with
-        ``ReqNodeNotAvail`` when its nodes are in a later one)."""
+        ``ReqNodeNotAvail`` when its nodes are in a later one); ``exact``: a task job's
+        cores on each node, which it must get (a manager that runs exact allocations
+        anyway has nothing more to do)."""
+        ...
+
+    def settle(self, state: ClusterState) -> list[str]:
+        """Undo what pinned started jobs once it has done its work (Slurm: the core
+        reservation of a job that runs, ended or was held again); the jobs settled."""
         ...
 
     def hold(self, job_id: str, *, unpin: bool) -> None:

@@ -23,6 +23,7 @@ Fallback = Literal["hold", "release"]
 Backend = Literal["slurm", "pbs"]
 StateSource = Literal["json", "text", "rest"]
 FinishedSource = Literal["auto", "jobcomp", "sacct", "squeue"]
+SplitPin = Literal["reservation", "node_list"]
 
 
 class BridgeSettings(BaseSettings):
@@ -90,11 +91,20 @@ class BridgeSettings(BaseSettings):
     pin_grace_s: float = Field(
         30.0, ge=0, description="A released job still pending after this is re-held."
     )
+    split_pin: SplitPin = Field(
+        "reservation",
+        description="How a task job (sbatch -n) started on several nodes gets exactly its "
+        "decided CPUs on each: 'reservation' puts it in a core reservation of those CPUs "
+        "(made at its release, removed once it runs; needs Operator), 'node_list' only pins "
+        "its nodes, so that only Slurm's own split can be decided and a job whose split "
+        "another job's end could change waits for a steady moment (split_drift_wait_s).",
+    )
     split_drift_wait_s: float = Field(
         30.0,
         ge=0,
-        description="How long a task job spread over several nodes waits for a moment "
-        "when no running job's end can change how Slurm splits it; then it starts anyway.",
+        description="With split_pin = 'node_list': how long a task job spread over several "
+        "nodes waits for a moment when no running job's end can change how Slurm splits "
+        "it; then it starts anyway.",
     )
     shadow_log: Path | None = Field(
         None, description="JSON-lines record of shadow decisions (default: beside state)."

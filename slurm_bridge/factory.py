@@ -36,6 +36,7 @@ def make_backend(settings: BridgeSettings, runner: Runner | None = None) -> Work
         unlimited_s=settings.unlimited_time_limit_s,
         bin_dir=settings.slurm_bin_dir,
         rest=rest,
+        splits_tasks=settings.split_pin == "node_list",
     )
 
 

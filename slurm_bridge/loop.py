@@ -43,6 +43,7 @@ class CycleReport:
     fallback: str | None = None  # what the fallback did this cycle
     rehold: list[str] = field(default_factory=list)
     misplaced: dict[str, dict[str, int]] = field(default_factory=dict)  # job → real split
+    unpinned: list[str] = field(default_factory=list)  # jobs whose pin reservation went
     settling: bool = False  # the release fallback just ended: nothing applied this cycle
     reclaimed: list[str] = field(default_factory=list)  # taken back from the fallback
     finished_posted: int = 0
@@ -91,6 +92,7 @@ class Bridge:
         if not shadow_mode:
             report.misplaced = self._check_landed(state)
             report.rehold = self._rehold_stale_pins(state)
+            report.unpinned = self.backend.settle(state)
         request, notes = dispatch_request(
             state,
             shadow=shadow_mode,

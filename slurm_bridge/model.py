@@ -24,6 +24,7 @@ class NodeView:
     state: NodeStateName
     partitions: tuple[str, ...] = ()
     features: tuple[str, ...] = ()
+    cpus_per_core: int = 1  # hardware threads: a core reservation counts cores
 
     def free(self) -> Amounts:
         return {r: self.capacity[r] - self.used.get(r, 0) for r in self.capacity}

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import (
     Amounts,
@@ -410,10 +411,14 @@ class PbsBackend:
         *,
         cpus_per_node: int | None = None,
         partition: str | None = None,
+        exact: ExactSplit | None = None,
     ) -> None:
         # qrun -H names every chunk and its host: PBS runs exactly this allocation.
         for argv in self.start_allocation(job_id, allocation):
             self.runner.run(argv)
+
+    def settle(self, state: ClusterState) -> list[str]:
+        return []  # qrun -H pins nothing that outlives the start
 
     def start_allocation(self, job_id: str, allocation: Mapping[str, int]) -> list[list[str]]:
         """The commands a start with this exact allocation runs (for tests and dry runs)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cpsched.slurm_bridge import hostlist, slurm_json, slurm_text
+from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import CommandError, StateParseError
 from cpsched.slurm_bridge.finished import parse_sacct, sacct_argv
 from cpsched.slurm_bridge.limits import (
@@ -38,6 +39,7 @@ from cpsched.slurm_bridge.slurm_common import (
     parse_reservations,
     partition_max_minutes,
 )
+from cpsched.slurm_bridge.slurm_pins import PIN_PREFIX, SplitPins
 from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
 
 log = logging.getLogger("slurm_bridge.slurm")
@@ -69,6 +71,7 @@ class SlurmBackend:
     _limits: Refreshed[SiteLimits] = field(init=False)
     _config: Refreshed[dict[str, str]] = field(init=False)
     _fairshare: Refreshed[dict[tuple[str, str], float]] = field(init=False)
+    _pins: SplitPins = field(init=False)
     _told_not_modelled: bool = False
 
     def _cmd(self, name: str) -> str:
@@ -79,6 +82,7 @@ class SlurmBackend:
         # the bridge must not pin a job into its window for long. Without accounting
         # there are no limits; while slurmdbd is down the last ones read are kept.
         scontrol = self._cmd("scontrol")
+        self._pins = SplitPins(self.runner, scontrol)
         self._partitions = Refreshed(
             "partitions",
             PARTITIONS_TTL_S,
@@ -194,7 +198,9 @@ class SlurmBackend:
             jobs=jobs,
             notes=tuple(notes),
             partitions=partitions,
-            reservations=self._reservations.get(),
+            reservations=tuple(
+                r for r in self._reservations.get() if not r.name.startswith(PIN_PREFIX)
+            ),
             limits=limits,
         )
 
@@ -224,6 +230,7 @@ class SlurmBackend:
         *,
         cpus_per_node: int | None = None,
         partition: str | None = None,
+        exact: ExactSplit | None = None,
     ) -> None:
         scontrol = self._cmd("scontrol")
         update = [
@@ -238,8 +245,26 @@ class SlurmBackend:
             update.append(f"MinCPUsNode={cpus_per_node}")
         if partition is not None:
             update.append(f"Partition={partition}")
-        self.runner.run(update)
-        self.runner.run([scontrol, "release", job_id])
+        pinned = exact is not None and not self.splits_tasks
+        if exact is not None and pinned:
+            update.append(f"Reservation={self._pins.pin(job_id, exact.cores, exact.user)}")
+        try:
+            self.runner.run(update)
+            self.runner.run([scontrol, "release", job_id])
+        except CommandError:
+            if pinned:
+                self._unpin_quietly(job_id)
+            raise
+
+    def _unpin_quietly(self, job_id: str) -> None:
+        """Take back the pin of a job that could not be released (it stays held)."""
+        try:
+            self._pins.unpin(job_id, attached=True)
+        except CommandError as exc:
+            log.warning("pin reservation not removed", extra={"job": job_id, "error": str(exc)})
+
+    def settle(self, state: ClusterState) -> list[str]:
+        return self._pins.settle(state)
 
     def hold(self, job_id: str, *, unpin: bool) -> None:
         scontrol = self._cmd("scontrol")

@@ -45,6 +45,7 @@ def parse_nodes(doc: Doc, partitions: list[str]) -> dict[str, NodeView]:
             state=node_state(str(raw.get("state", "")), raw.get("state_flags") or ()),
             partitions=parts,
             features=_words(raw.get("active_features")),
+            cpus_per_core=max(1, int(raw.get("threads") or 1)),
         )
     return nodes
 

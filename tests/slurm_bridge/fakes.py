@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
+from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.model import ClusterState, JobShape, JobView, NodeView
 
 
@@ -71,6 +72,7 @@ class FakeCluster:
     ended: list[JobView] = field(default_factory=list)
     name: str = "fake"
     splits_tasks: bool = True
+    exact: dict[str, ExactSplit] = field(default_factory=dict)  # job → cores it was pinned to
 
     def read_state(self) -> ClusterState:
         return self.state
@@ -88,10 +90,16 @@ class FakeCluster:
         *,
         cpus_per_node: int | None = None,
         partition: str | None = None,
+        exact: ExactSplit | None = None,
     ) -> None:
         nodes = list(allocation)
         self.calls.append(("start", job_id, *nodes))
+        if exact is not None:
+            self.exact[job_id] = exact
         self._set(job_id, held_for_us=False, priority=1, required_nodes=tuple(nodes))
+
+    def settle(self, state: ClusterState) -> list[str]:
+        return []
 
     def hold(self, job_id: str, *, unpin: bool) -> None:
         self.calls.append(("hold", job_id, str(unpin)))

@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cpsched.slurm_bridge.apply import apply_decision, slurm_split
+from cpsched.slurm_bridge.apply import apply_decision, exact_split, slurm_split
+from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.model import ClusterState, JobShape
 from cpsched.slurm_bridge.pacing import Pacer, WakeFile
 from cpsched.slurm_bridge.snapshot import dispatch_request
@@ -155,7 +156,7 @@ def test_node_count_jobs_get_their_share_as_the_least_cpus_per_node() -> None:
     seen: list[object] = []
 
     class Recording(FakeCluster):
-        def start(self, job_id, allocation, *, cpus_per_node=None, partition=None):  # type: ignore[no-untyped-def]
+        def start(self, job_id, allocation, *, cpus_per_node=None, partition=None, exact=None):  # type: ignore[no-untyped-def]
             seen.append((job_id, dict(allocation), cpus_per_node))
 
     state = cluster(held("n", units=2, shape=per_node))
@@ -369,3 +370,41 @@ def test_the_cycle_that_ends_a_release_fallback_applies_nothing(tmp_path: Path) 
     assert back.settling and back.applied is None and back.reclaimed == ["x"]
     after = bridge.cycle()
     assert after.applied is not None and list(after.applied.started) == ["z"]
+
+
+def test_pinned_by_reservation_a_task_job_starts_on_its_decided_split_at_once() -> None:
+    # a has 3 free (a running job's end could grow that), b 4: Slurm alone would split
+    # 1 + 4 as 3 + 2, and a drift could change even that. In a core reservation of
+    # exactly 1 + 4 cores neither can happen: no adjustment, no wait.
+    state = cluster(tasks("y"), used={"a": 1})
+    fake = FakeCluster(state, splits_tasks=False)
+    answer = DecisionOut.model_validate(decision(starts={"y": {"b": 4, "a": 1}}))
+    result = apply_decision(answer, state, fake)
+    assert result.started == {"y": {"a": 1, "b": 4}} and not result.adjusted
+    assert not result.deferred
+    assert fake.exact["y"] == ExactSplit(user="u", cores={"a": 1, "b": 4})
+    assert list(fake.exact["y"].cores) == ["a", "b"]  # Slurm's node order
+
+
+def test_only_task_jobs_on_several_nodes_are_pinned_by_reservation() -> None:
+    per_node = JobShape(units=2, per_unit={"cpu": 4}, one_unit_per_node=True)  # sbatch -N 2
+    state = cluster(tasks("one", units=2), held("n", units=2, shape=per_node), held("s"))
+    fake = FakeCluster(state, splits_tasks=False)
+    starts = {"one": {"a": 2}, "n": {"b": 1, "c": 1}, "s": {"a": 1}}
+    result = apply_decision(DecisionOut.model_validate(decision(starts=starts)), state, fake)
+    assert set(result.started) == {"one", "n", "s"}
+    assert fake.exact == {}
+
+
+def test_a_pin_counts_cores_where_a_core_has_several_cpus() -> None:
+    state = cluster(tasks("y", units=6))
+    state = replace(state, nodes={n: replace(v, cpus_per_core=2) for n, v in state.nodes.items()})
+    assert exact_split(state.jobs[0], {"a": 3, "b": 3}, state) == ExactSplit(
+        user="u", cores={"a": 2, "b": 2}
+    )
+
+
+def test_pinned_by_reservation_task_jobs_are_sent_with_any_split() -> None:
+    state = cluster(tasks("x"))
+    request, _ = dispatch_request(state, shadow=False, extensions={}, splits_tasks=False)
+    assert {j.id: j.layout for j in request.queued} == {"x": "any"}

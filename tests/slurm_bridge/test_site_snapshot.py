@@ -84,7 +84,7 @@ def test_a_multi_partition_job_is_started_in_the_partition_holding_its_nodes():
     seen: dict[str, object] = {}
 
     class Recording(FakeCluster):
-        def start(self, job_id, allocation, *, cpus_per_node=None, partition=None):  # type: ignore[no-untyped-def]
+        def start(self, job_id, allocation, *, cpus_per_node=None, partition=None, exact=None):  # type: ignore[no-untyped-def]
             seen[job_id] = partition
 
     both, one = replace(held("both"), partition="cpu,gpu"), replace(held("one"), partition="cpu")

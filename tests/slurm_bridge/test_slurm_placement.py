@@ -19,7 +19,10 @@ import pytest
 
 from cpsched.cli.local_service import LocalService
 from cpsched.slurm_bridge import hostlist
+from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.loop import Bridge
+from cpsched.slurm_bridge.runner import SubprocessRunner
+from cpsched.slurm_bridge.slurm_backend import SlurmBackend
 from tests.slurm_bridge.conftest import Testbed
 from tests.slurm_bridge.test_slurm_e2e import make_bridge
 
@@ -69,10 +72,9 @@ def test_a_multi_node_task_job_lands_on_exactly_its_decided_split(
     wait_running(bed, other)
     job = bed.sbatch("-J", "spread", "-n", "14", script="sleep 30")
     bed.wait_visible([job])
-    # The other job's end would change the split, so the drift rule would defer this one
-    # for split_drift_wait_s (tests/slurm_bridge/test_placement.py); here the subject is
-    # the split Slurm makes, and the other job runs 60 s: no waiting.
-    bridge = bridge_for(cpsched_service, bed, tmp_path, split_drift_wait_s=0)
+    # Pinned by a core reservation (the default split_pin), the job gets the decided
+    # split whatever it is, and the other job's end cannot change it: no waiting.
+    bridge = bridge_for(cpsched_service, bed, tmp_path)
     report = bridge.cycle()
     assert report.applied is not None and job in report.applied.started, report.applied
     decided = report.applied.started[job]
@@ -81,6 +83,31 @@ def test_a_multi_node_task_job_lands_on_exactly_its_decided_split(
     assert real_split(bed, job) == decided
     again = bridge.cycle()
     assert again.misplaced == {} and again.rehold == []
+    assert again.unpinned == [job]  # its pin reservation is gone once it runs
+    assert "cpsched-pin" not in bed.run("scontrol", "-o", "show", "reservation")
+    assert bed.job(job)["state"] == "RUNNING"
+
+
+def test_in_its_pin_a_task_job_runs_on_a_split_slurm_would_not_make(
+    slurm_testbed: Testbed,
+) -> None:
+    bed = slurm_testbed
+    job = bed.sbatch("-J", "pinned", "-n", "5", script="sleep 60")
+    bed.wait_visible([job])
+    backend = SlurmBackend(
+        runner=SubprocessRunner(timeout_s=30), partitions=["batch"], splits_tasks=False
+    )
+    view = backend.read_state().job(job)
+    assert view is not None and view.held_for_us
+    # node1 and node2 are idle: Slurm alone fills node1 first (4 + 1). Pinned: 2 + 3.
+    split = {"node1": 2, "node2": 3}
+    backend.start(job, split, exact=ExactSplit(user=view.user, cores=split))
+    wait_running(bed, job)
+    assert real_split(bed, job) == split
+    assert backend.settle(backend.read_state()) == [job]
+    assert "cpsched-pin" not in bed.run("scontrol", "-o", "show", "reservation")
+    time.sleep(2)
+    assert bed.job(job)["state"] == "RUNNING"  # taken off its pin, it runs on
 
 
 def test_a_task_job_waits_while_a_jobs_end_could_change_its_split(
@@ -91,7 +118,9 @@ def test_a_task_job_waits_while_a_jobs_end_could_change_its_split(
     wait_running(bed, other)
     job = bed.sbatch("-J", "spread", "-n", "14", script="sleep 30")
     bed.wait_visible([job])
-    bridge = bridge_for(cpsched_service, bed, tmp_path, split_drift_wait_s=300)
+    bridge = bridge_for(
+        cpsched_service, bed, tmp_path, split_pin="node_list", split_drift_wait_s=300
+    )
     report = bridge.cycle()
     assert report.applied is not None and job in report.applied.drifting(), report.applied
     assert bed.job(job)["state"] == "PENDING"  # still held: nothing was released
