@@ -124,6 +124,8 @@ class JobView:
     ending: bool = False  # running, but ended: Slurm is cleaning its nodes (COMPLETING)
     required_nodes: tuple[str, ...] = ()
     rules: JobRules = field(default_factory=JobRules)
+    pin: str = ""
+    """The bridge's own reservation the job is in (Slurm's split pin), never a site rule."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from cpsched.slurm_bridge.slurm_common import (
     parse_reservations,
     partition_max_minutes,
 )
-from cpsched.slurm_bridge.slurm_pins import PIN_PREFIX, SplitPins
+from cpsched.slurm_bridge.slurm_pins import PIN_PREFIX, SplitPins, pin_apart
 from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
 
 log = logging.getLogger("slurm_bridge.slurm")
@@ -185,7 +185,7 @@ class SlurmBackend:
         notes: list[str],
     ) -> ClusterState:
         limits = self._limits.get()
-        jobs = hold_back_over_limits(jobs, limits)
+        jobs = hold_back_over_limits([pin_apart(job) for job in jobs], limits)
         inputs = self._priority_inputs(nodes, partitions, limits)
         if inputs is not None:  # the priority Slurm would give the jobs it holds for us
             jobs = [

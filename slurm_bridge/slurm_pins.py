@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cpsched.slurm_bridge.errors import CommandError
-from cpsched.slurm_bridge.model import ClusterState
+from cpsched.slurm_bridge.model import ClusterState, JobView
 from cpsched.slurm_bridge.runner import Runner
 
 log = logging.getLogger("slurm_bridge.slurm")
@@ -57,6 +57,14 @@ def create_argv(scontrol: str, job_id: str, cores: Mapping[str, int], user: str)
         f"Users={user}",
         f"Flags=PURGE_COMP={PURGE_AFTER}",
     ]
+
+
+def pin_apart(job: JobView) -> JobView:
+    """A job as Slurm lists it, its pin (Slurm's reservation name) moved from the site's
+    rules to ``pin``: the service must not plan a job into a reservation it is not sent."""
+    if not job.rules.reservation.startswith(PIN_PREFIX):
+        return job
+    return replace(job, rules=replace(job.rules, reservation=""), pin=job.rules.reservation)
 
 
 @dataclass
@@ -97,8 +105,8 @@ class SplitPins:
         settled: list[str] = []
         listed: set[str] = set()
         for job in state.jobs:
-            name = job.rules.reservation
-            if not name.startswith(PIN_PREFIX):
+            name = job.pin
+            if not name:
                 continue
             listed.add(name)
             if name in self._dropped or (job.state == "pending" and not job.held_for_us):

@@ -11,7 +11,7 @@ from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import CommandError
 from cpsched.slurm_bridge.model import ClusterState, JobRules, JobView
 from cpsched.slurm_bridge.slurm_backend import SlurmBackend
-from cpsched.slurm_bridge.slurm_pins import SplitPins, create_argv
+from cpsched.slurm_bridge.slurm_pins import SplitPins, create_argv, pin_apart
 from tests.slurm_bridge.fakes import held, node
 
 
@@ -32,8 +32,15 @@ class Scontrol:
 
 
 def pinned(job_id: str, state: str, held_for_us: bool = False) -> JobView:
-    rules = JobRules(reservation=f"cpsched-pin-{job_id}")
-    return replace(held(job_id), state=state, held_for_us=held_for_us, rules=rules)
+    job = replace(held(job_id), state=state, held_for_us=held_for_us)
+    return replace(job, rules=JobRules(reservation=f"cpsched-pin-{job_id}"))
+
+
+def test_a_pin_is_not_a_site_rule() -> None:
+    job = pin_apart(pinned("7", "pending", held_for_us=True))
+    assert job.rules.reservation == "" and job.pin == "cpsched-pin-7"
+    own = replace(held("8"), rules=JobRules(reservation="maintenance"))
+    assert pin_apart(own) == own
 
 
 def test_the_counts_go_in_slurms_node_order_for_the_jobs_user() -> None:
@@ -60,7 +67,8 @@ def test_other_creation_failures_are_raised() -> None:
 
 
 def state_of(*jobs: JobView) -> ClusterState:
-    return ClusterState(time=1000, nodes={"a": node("a")}, jobs=list(jobs))
+    """As the backend reads it: pins apart."""
+    return ClusterState(time=1000, nodes={"a": node("a")}, jobs=[pin_apart(j) for j in jobs])
 
 
 def test_a_pin_goes_once_its_job_runs_ended_or_was_held_again() -> None:
