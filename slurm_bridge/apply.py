@@ -296,7 +296,10 @@ def apply_decision(
             result.refused[start.job_id] = why or "unknown job"
             log.warning("start refused", extra={"job": start.job_id, "why": why})
             continue
-        if backend.splits_tasks and job.shape.laid_out_by_slurm and len(start.allocation) > 1:
+        split_by_slurm = job.split_by_manager(
+            splits_tasks=backend.splits_tasks, pins_splits=backend.pins_splits
+        )
+        if split_by_slurm and len(start.allocation) > 1:
             split, why = _task_split(
                 job,
                 start.allocation,
@@ -318,13 +321,15 @@ def apply_decision(
                 )
                 start = start.model_copy(update={"allocation": split})
         in_order = {n: start.allocation[n] for n in sorted(start.allocation, key=order.__getitem__)}
+        partition = _partition_to_run_in(job, start.allocation, state)
+        pin = backend.pins_splits and not split_by_slurm
         try:
             backend.start(
                 job.id,
                 in_order,
                 cpus_per_node=job.shape.cpus_per_node,
-                partition=_partition_to_run_in(job, start.allocation, state),
-                exact=None if backend.splits_tasks else exact_split(job, in_order, state),
+                partition=partition,
+                exact=exact_split(job, in_order, state, partition) if pin else None,
             )
         except CommandError as exc:
             result.failed[job.id] = str(exc)
@@ -339,15 +344,21 @@ def apply_decision(
 
 
 def exact_split(
-    job: JobView, allocation: Mapping[str, int], state: ClusterState
+    job: JobView, allocation: Mapping[str, int], state: ClusterState, partition: str | None
 ) -> ExactSplit | None:
     """The cores a task job started on several nodes must hold on each, or None for a
-    job whose split is not Slurm's to choose (one node, or ``-N k``)."""
+    job whose split is not Slurm's to choose (one node, or ``-N k``); ``partition``: the
+    one of several it is started in."""
     cpus = job.shape.per_unit.get("cpu", 0)
     if not job.shape.laid_out_by_slurm or len(allocation) < 2 or cpus <= 0:
         return None
     cores = {n: -(-units * cpus // state.nodes[n].cpus_per_core) for n, units in allocation.items()}
-    return ExactSplit(user=job.user, cores=cores)
+    return ExactSplit(
+        user=job.user,
+        cores=cores,
+        partition=partition or job.partition.split(",")[0],
+        limit_s=job.time_limit_s,
+    )
 
 
 def _apply_extensions(

@@ -16,11 +16,14 @@ from cpsched.slurm_bridge.model import ClusterState, JobView
 @dataclass(frozen=True, slots=True)
 class ExactSplit:
     """The cores a task job spread over several nodes must get on each (listed in the
-    workload manager's node order), for its user: the workload manager would otherwise
-    split its tasks over the nodes its own way."""
+    workload manager's node order): the workload manager would otherwise split its tasks
+    over the nodes its own way. ``user``, ``partition`` and ``limit_s`` are the job's
+    (the partition it runs in; "" for the default)."""
 
     user: str
     cores: Mapping[str, int]
+    partition: str
+    limit_s: int
 
 
 class WorkloadManager(Protocol):
@@ -29,6 +32,13 @@ class WorkloadManager(Protocol):
     """Whether it splits a task job's tasks over the pinned nodes itself (Slurm pinned
     by node list only: then only its own split can be decided) or runs an exact
     per-node allocation (PBS's ``qrun -H``; Slurm pinned by a core reservation)."""
+
+    @property
+    def pins_splits(self) -> bool:
+        """Whether it makes a task job run with its decided split by pinning it (Slurm's
+        core reservations, ``split_pin = "reservation"``): see
+        ``JobView.split_by_manager``."""
+        ...
 
     def read_state(self) -> ClusterState:
         """Nodes, running jobs with their allocation, pending jobs (held or not)."""

@@ -93,6 +93,9 @@ class Bridge:
             report.misplaced = self._check_landed(state)
             report.rehold = self._rehold_stale_pins(state)
             report.unpinned = self.backend.settle(state)
+            for job_id in report.unpinned:
+                self.audit.record(state.time, "unpinned", job=job_id)
+            self.metrics.inc("pins_removed_total", len(report.unpinned))
         request, notes = dispatch_request(
             state,
             shadow=shadow_mode,
@@ -101,6 +104,7 @@ class Bridge:
                 j: (int(p.at), p.allocation) for j, p in self.book.pinned.items() if p.allocation
             },
             splits_tasks=self.backend.splits_tasks,
+            pins_splits=self.backend.pins_splits,
         )
         report.notes += notes
         t1 = time.perf_counter()
@@ -451,6 +455,7 @@ def _summary(report: CycleReport) -> dict[str, object]:
         "deferred": len(report.applied.deferred) if report.applied else 0,
         "misplaced": len(report.misplaced),
         "reheld": len(report.rehold),
+        "unpinned": len(report.unpinned),
         "fallback": report.fallback,
         "finished_posted": report.finished_posted,
         "service_error": report.service_error,

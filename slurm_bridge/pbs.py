@@ -378,6 +378,7 @@ class PbsBackend:
     unlimited_s: int = 7 * 86400
     name: str = "pbs"
     splits_tasks: bool = False
+    pins_splits: bool = False  # qrun -H runs the exact allocation: nothing to pin
     _last: ClusterState | None = None
     _queues: Refreshed[dict[str, QueueLimits]] = field(init=False)
 

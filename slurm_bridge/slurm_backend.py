@@ -39,7 +39,7 @@ from cpsched.slurm_bridge.slurm_common import (
     parse_reservations,
     partition_max_minutes,
 )
-from cpsched.slurm_bridge.slurm_pins import PIN_PREFIX, SplitPins, pin_apart
+from cpsched.slurm_bridge.slurm_pins import PIN_PREFIX, SplitPins, pin_apart, unreserve_pinned
 from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
 
 log = logging.getLogger("slurm_bridge.slurm")
@@ -192,15 +192,14 @@ class SlurmBackend:
                 replace(job, priority=multifactor(job, now, inputs)) if job.held_for_us else job
                 for job in jobs
             ]
+        site = tuple(r for r in self._reservations.get() if not r.name.startswith(PIN_PREFIX))
         return ClusterState(
             time=now,
-            nodes=nodes,
+            nodes=unreserve_pinned(nodes, jobs, site, now),
             jobs=jobs,
             notes=tuple(notes),
             partitions=partitions,
-            reservations=tuple(
-                r for r in self._reservations.get() if not r.name.startswith(PIN_PREFIX)
-            ),
+            reservations=site,
             limits=limits,
         )
 
@@ -245,16 +244,19 @@ class SlurmBackend:
             update.append(f"MinCPUsNode={cpus_per_node}")
         if partition is not None:
             update.append(f"Partition={partition}")
-        pinned = exact is not None and not self.splits_tasks
-        if exact is not None and pinned:
-            update.append(f"Reservation={self._pins.pin(job_id, exact.cores, exact.user)}")
+        if exact is not None and self.pins_splits:
+            update.append(f"Reservation={self._pins.pin(job_id, exact)}")
         try:
             self.runner.run(update)
             self.runner.run([scontrol, "release", job_id])
         except CommandError:
-            if pinned:
+            if exact is not None and self.pins_splits:
                 self._unpin_quietly(job_id)
             raise
+
+    @property
+    def pins_splits(self) -> bool:
+        return not self.splits_tasks
 
     def _unpin_quietly(self, job_id: str) -> None:
         """Take back the pin of a job that could not be released (it stays held)."""

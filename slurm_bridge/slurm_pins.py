@@ -22,11 +22,12 @@ Facts of Slurm 22.05 this module is built on, each checked on the test bed:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import math
 from dataclasses import dataclass, field, replace
 
+from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import CommandError
-from cpsched.slurm_bridge.model import ClusterState, JobView
+from cpsched.slurm_bridge.model import ClusterState, JobView, NodeView, ReservationView
 from cpsched.slurm_bridge.runner import Runner
 
 log = logging.getLogger("slurm_bridge.slurm")
@@ -35,28 +36,37 @@ PIN_PREFIX = "cpsched-pin-"
 """Names of the bridge's own reservations (never sent to the service as site rules)."""
 PURGE_AFTER = "00:01:00"
 """Slurm deletes a pin no job has used for this long (the bridge deletes it sooner)."""
+PIN_MARGIN_MIN = 10
+"""A pin lasts the job's limit and this many minutes: Slurm would end the job with its
+pin, and the bridge takes the pin off long before (and before extending the job). Not
+longer: a pin overlapping a site reservation planned on its nodes cannot be made."""
 
 
 def pin_name(job_id: str) -> str:
     return f"{PIN_PREFIX}{job_id}"
 
 
-def create_argv(scontrol: str, job_id: str, cores: Mapping[str, int], user: str) -> list[str]:
-    """``scontrol create reservation`` holding ``cores`` (per node, in Slurm's node order:
-    that is how Slurm reads the counts) for ``user``'s job."""
-    nodes = list(cores)
-    return [
+def create_argv(scontrol: str, job_id: str, exact: ExactSplit) -> list[str]:
+    """``scontrol create reservation`` holding ``exact.cores`` (per node, in Slurm's node
+    order: that is how Slurm reads the counts) for the job's user, in its partition (a
+    cluster may have no default one), for as long as the job may run and a margin."""
+    nodes = list(exact.cores)
+    minutes = math.ceil(exact.limit_s / 60) + PIN_MARGIN_MIN
+    argv = [
         scontrol,
         "create",
         "reservation",
         f"ReservationName={pin_name(job_id)}",
         "StartTime=now",
-        "Duration=UNLIMITED",
+        f"Duration={minutes}",
         f"Nodes={','.join(nodes)}",
-        f"CoreCnt={','.join(str(cores[n]) for n in nodes)}",
-        f"Users={user}",
+        f"CoreCnt={','.join(str(exact.cores[n]) for n in nodes)}",
+        f"Users={exact.user}",
         f"Flags=PURGE_COMP={PURGE_AFTER}",
     ]
+    if exact.partition:
+        argv.append(f"PartitionName={exact.partition}")
+    return argv
 
 
 def pin_apart(job: JobView) -> JobView:
@@ -65,6 +75,24 @@ def pin_apart(job: JobView) -> JobView:
     if not job.rules.reservation.startswith(PIN_PREFIX):
         return job
     return replace(job, rules=replace(job.rules, reservation=""), pin=job.rules.reservation)
+
+
+def unreserve_pinned(
+    nodes: dict[str, NodeView], jobs: list[JobView], site: tuple[ReservationView, ...], now: int
+) -> dict[str, NodeView]:
+    """The nodes as the bridge may use them: Slurm flags every node of an active
+    reservation RESERVED, a pin's included (seen a few seconds after one is made), though
+    a pin holds only its own cores, which its job's allocation (or, before it runs, its
+    promise) already counts. A node reserved only by pins is up; one in a site
+    reservation stays reserved."""
+    pinned = {n for job in jobs if job.pin for n in (job.allocation or job.required_nodes)}
+    reserved = {n for r in site if r.start <= now < r.end for n in r.nodes}
+    return {
+        name: replace(node, state="up")
+        if node.state == "reserved" and name in pinned and name not in reserved
+        else node
+        for name, node in nodes.items()
+    }
 
 
 @dataclass
@@ -76,10 +104,10 @@ class SplitPins:
     _dropped: set[str] = field(default_factory=set)
     """Pins already deleted whose ended jobs Slurm still lists with them."""
 
-    def pin(self, job_id: str, cores: Mapping[str, int], user: str) -> str:
+    def pin(self, job_id: str, exact: ExactSplit) -> str:
         """Create the job's pin and return its name. A pin left from an earlier try
         (the bridge stopped between creating it and releasing the job) is replaced."""
-        argv = create_argv(self.scontrol, job_id, cores, user)
+        argv = create_argv(self.scontrol, job_id, exact)
         try:
             self.runner.run(argv)
         except CommandError as exc:
@@ -92,12 +120,19 @@ class SplitPins:
 
     def unpin(self, job_id: str, *, attached: bool) -> None:
         """Delete the job's pin, first taking it off the job when ``attached`` (a job
-        still in a reservation cannot have it deleted). Once taken off, the pin is not
-        tried again: if deleting it fails, Slurm's ``PURGE_COMP`` removes it."""
-        if attached:
-            self.runner.run([self.scontrol, "update", f"JobId={job_id}", "Reservation="])
+        still in a reservation cannot have it deleted). Tried once: if it fails, Slurm's
+        ``PURGE_COMP`` removes the pin a minute after its job has ended."""
         self._dropped.add(pin_name(job_id))
-        self.runner.run([self.scontrol, "delete", "reservation", pin_name(job_id)])
+        failed: CommandError | None = None
+        if attached:
+            try:
+                self.runner.run([self.scontrol, "update", f"JobId={job_id}", "Reservation="])
+            except CommandError as exc:  # it ended meanwhile: the pin can go anyway
+                failed = exc
+        try:
+            self.runner.run([self.scontrol, "delete", "reservation", pin_name(job_id)])
+        except CommandError as exc:
+            raise failed or exc from None
 
     def settle(self, state: ClusterState) -> list[str]:
         """Delete the pins whose work is done: the job runs (its cores are its own now),
@@ -111,8 +146,9 @@ class SplitPins:
             listed.add(name)
             if name in self._dropped or (job.state == "pending" and not job.held_for_us):
                 continue
+            attached = job.state == "pending" or (job.state == "running" and not job.ending)
             try:
-                self.unpin(job.id, attached=job.state in {"pending", "running"})
+                self.unpin(job.id, attached=attached)
             except CommandError as exc:
                 log.warning("pin reservation not removed", extra={"job": job.id, "error": str(exc)})
                 continue

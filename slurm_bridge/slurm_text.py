@@ -61,6 +61,7 @@ SINFO_FIELDS = (
     "CPUsState",
     "AllocMem",
     "Features",
+    "Threads",
     "Partition",
 )
 
@@ -157,9 +158,19 @@ def parse_nodes(text: str, partitions: list[str]) -> dict[str, NodeView]:
         cols = line.split("|")
         if len(cols) != len(SINFO_FIELDS):
             raise StateParseError(f"sinfo line has {len(cols)} fields, not {len(SINFO_FIELDS)}")
-        name, state, cpus, mem, gres, gres_used, cpus_state, alloc_mem, features, partition = (
-            c.strip() for c in cols
-        )
+        (
+            name,
+            state,
+            cpus,
+            mem,
+            gres,
+            gres_used,
+            cpus_state,
+            alloc_mem,
+            features,
+            threads,
+            partition,
+        ) = (c.strip() for c in cols)
         partition = partition.rstrip("*")
         parts_of.setdefault(name, set()).add(partition)
         if partitions and not parts_of[name] & set(partitions):
@@ -175,6 +186,7 @@ def parse_nodes(text: str, partitions: list[str]) -> dict[str, NodeView]:
             state=node_state(state),
             partitions=tuple(sorted(parts_of[name])),
             features=tuple(w for w in features.split(",") if w and w != "(null)"),
+            cpus_per_core=max(1, _num(threads) or 1),
         )
     return nodes
 

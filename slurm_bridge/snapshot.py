@@ -120,7 +120,9 @@ def _label(text: str, limit: int = 1024) -> str:
     return text.translate(_CONTROL)[:limit]
 
 
-def _job_fields(job: JobView, *, splits_tasks: bool = False, exact: bool = False) -> dict:
+def _job_fields(
+    job: JobView, *, splits_tasks: bool = False, pins_splits: bool = False, exact: bool = False
+) -> dict:
     """A job's wire fields; ``exact`` keeps its names as they are (a finished job's
     record: the service refuses it rather than store a changed name)."""
     label = (lambda text: text) if exact else _label
@@ -135,7 +137,9 @@ def _job_fields(job: JobView, *, splits_tasks: bool = False, exact: bool = False
         "time_limit": job.time_limit_s,
         "units": job.shape.units,
         "per_unit": _per_unit(job),
-        "layout": "block" if splits_tasks and job.shape.laid_out_by_slurm else "any",
+        "layout": "block"
+        if job.split_by_manager(splits_tasks=splits_tasks, pins_splits=pins_splits)
+        else "any",
     }
 
 
@@ -174,6 +178,7 @@ def dispatch_request(
     extensions: Mapping[str, int],
     starting: Mapping[str, tuple[int, Mapping[str, int]]] | None = None,
     splits_tasks: bool = True,
+    pins_splits: bool = False,
 ) -> tuple[DispatchRequest, list[str]]:
     """The snapshot to post, and notes on jobs left out (and why).
 
@@ -234,7 +239,12 @@ def dispatch_request(
     site = _site(state)
     declared = {p.name for p in site["partitions"]}
     queued = [
-        JobIn(**{**_job_fields(j, splits_tasks=splits_tasks), **_rule_fields(j, state, declared)})
+        JobIn(
+            **{
+                **_job_fields(j, splits_tasks=splits_tasks, pins_splits=pins_splits),
+                **_rule_fields(j, state, declared),
+            }
+        )
         for j in queued_jobs(state, shadow=shadow)
     ]
     return (

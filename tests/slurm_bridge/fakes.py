@@ -72,6 +72,7 @@ class FakeCluster:
     ended: list[JobView] = field(default_factory=list)
     name: str = "fake"
     splits_tasks: bool = True
+    pins_splits: bool = False
     exact: dict[str, ExactSplit] = field(default_factory=dict)  # job → cores it was pinned to
 
     def read_state(self) -> ClusterState:

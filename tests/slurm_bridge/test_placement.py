@@ -14,7 +14,7 @@ import pytest
 
 from cpsched.slurm_bridge.apply import apply_decision, exact_split, slurm_split
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.model import ClusterState, JobShape
+from cpsched.slurm_bridge.model import ClusterState, JobRules, JobShape
 from cpsched.slurm_bridge.pacing import Pacer, WakeFile
 from cpsched.slurm_bridge.snapshot import dispatch_request
 from cpsched.wire.schemas import DecisionOut
@@ -377,19 +377,21 @@ def test_pinned_by_reservation_a_task_job_starts_on_its_decided_split_at_once() 
     # 1 + 4 as 3 + 2, and a drift could change even that. In a core reservation of
     # exactly 1 + 4 cores neither can happen: no adjustment, no wait.
     state = cluster(tasks("y"), used={"a": 1})
-    fake = FakeCluster(state, splits_tasks=False)
+    fake = FakeCluster(state, splits_tasks=False, pins_splits=True)
     answer = DecisionOut.model_validate(decision(starts={"y": {"b": 4, "a": 1}}))
     result = apply_decision(answer, state, fake)
     assert result.started == {"y": {"a": 1, "b": 4}} and not result.adjusted
     assert not result.deferred
-    assert fake.exact["y"] == ExactSplit(user="u", cores={"a": 1, "b": 4})
+    assert fake.exact["y"] == ExactSplit(
+        user="u", cores={"a": 1, "b": 4}, partition="batch", limit_s=600
+    )
     assert list(fake.exact["y"].cores) == ["a", "b"]  # Slurm's node order
 
 
 def test_only_task_jobs_on_several_nodes_are_pinned_by_reservation() -> None:
     per_node = JobShape(units=2, per_unit={"cpu": 4}, one_unit_per_node=True)  # sbatch -N 2
     state = cluster(tasks("one", units=2), held("n", units=2, shape=per_node), held("s"))
-    fake = FakeCluster(state, splits_tasks=False)
+    fake = FakeCluster(state, splits_tasks=False, pins_splits=True)
     starts = {"one": {"a": 2}, "n": {"b": 1, "c": 1}, "s": {"a": 1}}
     result = apply_decision(DecisionOut.model_validate(decision(starts=starts)), state, fake)
     assert set(result.started) == {"one", "n", "s"}
@@ -399,12 +401,35 @@ def test_only_task_jobs_on_several_nodes_are_pinned_by_reservation() -> None:
 def test_a_pin_counts_cores_where_a_core_has_several_cpus() -> None:
     state = cluster(tasks("y", units=6))
     state = replace(state, nodes={n: replace(v, cpus_per_core=2) for n, v in state.nodes.items()})
-    assert exact_split(state.jobs[0], {"a": 3, "b": 3}, state) == ExactSplit(
-        user="u", cores={"a": 2, "b": 2}
-    )
+    split = exact_split(state.jobs[0], {"a": 3, "b": 3}, state, None)
+    assert split is not None and split.cores == {"a": 2, "b": 2}
 
 
 def test_pinned_by_reservation_task_jobs_are_sent_with_any_split() -> None:
     state = cluster(tasks("x"))
-    request, _ = dispatch_request(state, shadow=False, extensions={}, splits_tasks=False)
+    request, _ = dispatch_request(
+        state, shadow=False, extensions={}, splits_tasks=False, pins_splits=True
+    )
     assert {j.id: j.layout for j in request.queued} == {"x": "any"}
+
+
+def test_a_pin_cannot_hold_a_job_in_a_site_reservation_or_on_whole_nodes() -> None:
+    # A job is in one reservation at most, and a pin of its CPUs is not whole nodes:
+    # such jobs keep Slurm's own split (block), with the bridge's drift rule.
+    own = replace(tasks("r"), rules=JobRules(reservation="training"))
+    whole = replace(tasks("w"), rules=JobRules(exclusive=True))
+    state = cluster(own, whole, tasks("x"))
+    request, _ = dispatch_request(
+        state,
+        shadow=False,
+        extensions={},
+        splits_tasks=False,
+        pins_splits=True,
+        starting={},
+    )
+    layouts = {j.id: j.layout for j in request.queued}
+    assert layouts == {"r": "block", "w": "block", "x": "any"}
+    fake = FakeCluster(state, splits_tasks=False, pins_splits=True)
+    answer = DecisionOut.model_validate(decision(starts={"w": {"a": 4, "b": 1}}))
+    result = apply_decision(answer, state, fake, may_drift=frozenset({"w"}))
+    assert result.started == {"w": {"a": 4, "b": 1}} and fake.exact == {}

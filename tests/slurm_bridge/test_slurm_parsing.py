@@ -202,6 +202,7 @@ def test_text_fallback_matches_json() -> None:
     nodes = parse_text_nodes((FIX / "sinfo_O.txt").read_text(), [])
     assert nodes["gpu1"].capacity == {"cpu": 8, "mem": 8000, "gpu": 2}
     assert nodes["gpu1"].used == {"cpu": 3, "mem": 768, "gpu": 2}
+    assert nodes["gpu1"].cpus_per_core == 1 and nodes["gpu2"].cpus_per_core == 2
 
 
 def test_shape_rules() -> None:

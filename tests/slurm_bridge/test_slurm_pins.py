@@ -9,9 +9,15 @@ import pytest
 
 from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import CommandError
-from cpsched.slurm_bridge.model import ClusterState, JobRules, JobView
+from cpsched.slurm_bridge.model import ClusterState, JobRules, JobView, ReservationView
 from cpsched.slurm_bridge.slurm_backend import SlurmBackend
-from cpsched.slurm_bridge.slurm_pins import SplitPins, create_argv, pin_apart
+from cpsched.slurm_bridge.slurm_pins import (
+    PIN_MARGIN_MIN,
+    SplitPins,
+    create_argv,
+    pin_apart,
+    unreserve_pinned,
+)
 from tests.slurm_bridge.fakes import held, node
 
 
@@ -43,19 +49,24 @@ def test_a_pin_is_not_a_site_rule() -> None:
     assert pin_apart(own) == own
 
 
+EXACT = ExactSplit(user="alice", cores={"node1": 3, "node2": 2}, partition="cpu", limit_s=3601)
+
+
 def test_the_counts_go_in_slurms_node_order_for_the_jobs_user() -> None:
-    argv = create_argv("scontrol", "7", {"node1": 3, "node2": 2}, "alice")
+    argv = create_argv("scontrol", "7", EXACT)
     assert argv[:3] == ["scontrol", "create", "reservation"]
     assert "ReservationName=cpsched-pin-7" in argv
     assert "Nodes=node1,node2" in argv and "CoreCnt=3,2" in argv
-    assert "Users=alice" in argv
-    # never ends by itself (a running job ends with its reservation), purged once idle
-    assert "Duration=UNLIMITED" in argv and any(a.startswith("Flags=PURGE_COMP=") for a in argv)
+    assert "Users=alice" in argv and "PartitionName=cpu" in argv
+    # as long as the job may run and a margin (Slurm ends a job with its reservation),
+    # purged once idle
+    assert f"Duration={61 + PIN_MARGIN_MIN}" in argv
+    assert any(a.startswith("Flags=PURGE_COMP=") for a in argv)
 
 
 def test_a_pin_left_from_an_earlier_try_is_replaced() -> None:
     runner = Scontrol({"create": "Error creating the reservation: Duplicate reservation name"})
-    assert SplitPins(runner, "scontrol").pin("7", {"a": 1, "b": 1}, "u") == "cpsched-pin-7"
+    assert SplitPins(runner, "scontrol").pin("7", EXACT) == "cpsched-pin-7"
     words = [argv[1] for argv in runner.argvs]
     assert words == ["create", "delete", "create"]
 
@@ -63,7 +74,7 @@ def test_a_pin_left_from_an_earlier_try_is_replaced() -> None:
 def test_other_creation_failures_are_raised() -> None:
     runner = Scontrol({"create": "Requested nodes are busy"})
     with pytest.raises(CommandError):
-        SplitPins(runner, "scontrol").pin("7", {"a": 1, "b": 1}, "u")
+        SplitPins(runner, "scontrol").pin("7", EXACT)
 
 
 def state_of(*jobs: JobView) -> ClusterState:
@@ -106,17 +117,17 @@ def test_a_pin_that_cannot_be_deleted_is_left_to_slurms_purge() -> None:
 def test_a_pinned_start_makes_the_reservation_then_releases_into_it() -> None:
     runner = Scontrol()
     backend = SlurmBackend(runner=runner, splits_tasks=False)
-    backend.start("7", {"a": 3, "b": 2}, exact=ExactSplit(user="u", cores={"a": 3, "b": 2}))
+    backend.start("7", {"node1": 3, "node2": 2}, exact=EXACT)
     assert [argv[1] for argv in runner.argvs] == ["create", "update", "release"]
     assert "Reservation=cpsched-pin-7" in runner.argvs[1]
-    assert "NodeList=a,b" in runner.argvs[1]
+    assert "NodeList=node1,node2" in runner.argvs[1]
 
 
 def test_a_job_that_cannot_be_released_loses_its_pin() -> None:
     runner = Scontrol({"release": "Unspecified error"})
     backend = SlurmBackend(runner=runner, splits_tasks=False)
     with pytest.raises(CommandError):
-        backend.start("7", {"a": 3, "b": 2}, exact=ExactSplit(user="u", cores={"a": 3, "b": 2}))
+        backend.start("7", {"node1": 3, "node2": 2}, exact=EXACT)
     assert runner.argvs[-2:] == [
         ["scontrol", "update", "JobId=7", "Reservation="],
         ["scontrol", "delete", "reservation", "cpsched-pin-7"],
@@ -126,5 +137,21 @@ def test_a_job_that_cannot_be_released_loses_its_pin() -> None:
 def test_pinned_by_node_list_only_no_reservation_is_made() -> None:
     runner = Scontrol()
     backend = SlurmBackend(runner=runner, splits_tasks=True)
-    backend.start("7", {"a": 3, "b": 2}, exact=ExactSplit(user="u", cores={"a": 3, "b": 2}))
+    backend.start("7", {"node1": 3, "node2": 2}, exact=EXACT)
     assert [argv[1] for argv in runner.argvs] == ["update", "release"]
+
+
+def test_a_job_that_ended_before_its_pin_came_off_loses_the_pin_anyway() -> None:
+    runner = Scontrol({"update": "Job is no longer pending nor running"})
+    assert SplitPins(runner, "scontrol").settle(state_of(pinned("run", "running"))) == ["run"]
+    assert runner.argvs[-1] == ["scontrol", "delete", "reservation", "cpsched-pin-run"]
+
+
+def test_a_node_reserved_only_by_pins_is_up() -> None:
+    busy = replace(pinned("run", "running"), allocation={"a": 1, "b": 1})
+    jobs = [pin_apart(busy)]
+    nodes = {n: replace(node(n), state="reserved") for n in ("a", "b", "c")}
+    site = (ReservationView(name="maint", nodes=("b",), start=0, end=2000),)
+    seen = unreserve_pinned(nodes, jobs, site, now=1000)
+    # a: only a pin; b: a site reservation too; c: no pin (a site reservation unread yet)
+    assert {n: v.state for n, v in seen.items()} == {"a": "up", "b": "reserved", "c": "reserved"}
