@@ -101,7 +101,8 @@ def test_in_its_pin_a_task_job_runs_on_a_split_slurm_would_not_make(
     assert view is not None and view.held_for_us
     # node1 and node2 are idle: Slurm alone fills node1 first (4 + 1). Pinned: 2 + 3.
     split = {"node1": 2, "node2": 3}
-    backend.start(job, split, exact=ExactSplit(user=view.user, cores=split))
+    pin = ExactSplit(user=view.user, cores=split, partition="batch", limit_s=view.time_limit_s)
+    backend.start(job, split, exact=pin)
     wait_running(bed, job)
     assert real_split(bed, job) == split
     assert backend.settle(backend.read_state()) == [job]
