@@ -103,7 +103,13 @@ def bench_cycle(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             state = backend.read_state()
             t1 = time.perf_counter()
-            request, _ = dispatch_request(state, shadow=False, extensions={})
+            request, _ = dispatch_request(
+                state,
+                shadow=False,
+                extensions={},
+                splits_tasks=backend.splits_tasks,
+                pins_splits=backend.pins_splits,
+            )
             client.dispatch(request.model_copy(update={"dry_run": True}))
             reads.append(t1 - t0)
             posts.append(time.perf_counter() - t1)

@@ -263,13 +263,16 @@ def apply_decision(
     backend: WorkloadManager,
     starting: Mapping[str, Mapping[str, int]] | None = None,
     may_drift: Collection[str] = (),
+    unpinned: Collection[str] = (),
 ) -> ApplyResult:
     """Apply the decision's starts and extensions; ``starting`` are jobs released in
     earlier cycles that Slurm has not run yet (job → units per node): their resources
     are not in Slurm's figures yet, but are promised. Task jobs in ``may_drift``, and
     starts the service marks ``may_drift``, start even if a running job's end could still
     change their split (they waited for a steady moment long enough: here, or in the
-    service, which holds such a job back for its policy's ``split_wait``)."""
+    service, which holds such a job back for its policy's ``split_wait``). ``unpinned``:
+    jobs whose pin reservation was taken off this cycle (the state read before still
+    shows it); a job still in its pin is not extended."""
     result = ApplyResult()
     promised: dict[str, Amounts] = {}  # released earlier, not running yet
     limits = state.limits or SiteLimits()
@@ -297,7 +300,7 @@ def apply_decision(
             log.warning("start refused", extra={"job": start.job_id, "why": why})
             continue
         split_by_slurm = job.split_by_manager(
-            splits_tasks=backend.splits_tasks, pins_splits=backend.pins_splits
+            state.partitions, splits_tasks=backend.splits_tasks, pins_splits=backend.pins_splits
         )
         if split_by_slurm and len(start.allocation) > 1:
             split, why = _task_split(
@@ -339,7 +342,7 @@ def apply_decision(
         add_use(used, job)
         result.started[job.id] = dict(start.allocation)
         log.info("started", extra={"job": job.id, "allocation": start.allocation})
-    _apply_extensions(decision, state, backend, result)
+    _apply_extensions(decision, state, backend, result, unpinned)
     return result
 
 
@@ -348,26 +351,31 @@ def exact_split(
 ) -> ExactSplit | None:
     """The cores a task job started on several nodes must hold on each, or None for a
     job whose split is not Slurm's to choose (one node, or ``-N k``); ``partition``: the
-    one of several it is started in."""
+    one of several it is started in, if it was chosen."""
     cpus = job.shape.per_unit.get("cpu", 0)
     if not job.shape.laid_out_by_slurm or len(allocation) < 2 or cpus <= 0:
         return None
     cores = {n: -(-units * cpus // state.nodes[n].cpus_per_core) for n, units in allocation.items()}
-    return ExactSplit(
-        user=job.user,
-        cores=cores,
-        partition=partition or job.partition.split(",")[0],
-        limit_s=job.time_limit_s,
-    )
+    if partition is None:  # its only partition, or (several) Slurm's default one
+        partition = job.partition if "," not in job.partition else ""
+    return ExactSplit(user=job.user, cores=cores, partition=partition, limit_s=job.time_limit_s)
 
 
 def _apply_extensions(
-    decision: DecisionOut, state: ClusterState, backend: WorkloadManager, result: ApplyResult
+    decision: DecisionOut,
+    state: ClusterState,
+    backend: WorkloadManager,
+    result: ApplyResult,
+    unpinned: Collection[str],
 ) -> None:
     for extension in decision.extensions:
         job = state.job(extension.job_id)
         if job is None or job.state != "running":
             result.refused[extension.job_id] = "extension for a job that is not running"
+            continue
+        if job.pin and job.id not in unpinned:
+            # Slurm would end it with its pin: extended once the pin is off (next cycle).
+            result.deferred[job.id] = "still in its pin reservation; extended once off it"
             continue
         if extension.new_time_limit <= job.time_limit_s:
             # Only ever extend (operators' rule): a shorter limit would kill a job early.

@@ -123,12 +123,19 @@ def once(config: ConfigOpt = None, verbose: VerboseOpt = 0) -> None:
 def snapshot(config: ConfigOpt = None) -> None:
     """Read the cluster and print the snapshot the bridge would post (talks to no service)."""
     settings = _settings(config)
+    backend = make_backend(settings)
     try:
-        state = make_backend(settings).read_state()
+        state = backend.read_state()
     except BridgeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    request, notes = dispatch_request(state, shadow=settings.mode == "shadow", extensions={})
+    request, notes = dispatch_request(
+        state,
+        shadow=settings.mode == "shadow",
+        extensions={},
+        splits_tasks=backend.splits_tasks,
+        pins_splits=backend.pins_splits,
+    )
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     sys.stdout.write(request.model_dump_json(indent=2) + "\n")

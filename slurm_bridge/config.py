@@ -102,9 +102,10 @@ class BridgeSettings(BaseSettings):
     split_drift_wait_s: float = Field(
         30.0,
         ge=0,
-        description="With split_pin = 'node_list': how long a task job spread over several "
-        "nodes waits for a moment when no running job's end can change how Slurm splits "
-        "it; then it starts anyway.",
+        description="How long a task job spread over several nodes that Slurm splits itself "
+        "(every one with split_pin = 'node_list'; with 'reservation' those in a site "
+        "reservation or on whole nodes) waits for a moment when no running job's end can "
+        "change that split; then it starts anyway.",
     )
     shadow_log: Path | None = Field(
         None, description="JSON-lines record of shadow decisions (default: beside state)."

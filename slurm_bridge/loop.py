@@ -133,7 +133,7 @@ class Bridge:
                 # reclaim (the next cycle, one gap later).
                 report.settling = True
             else:
-                report.applied = self._apply(decision, state)
+                report.applied = self._apply(decision, state, report.unpinned)
             report.timings["apply_s"] = time.perf_counter() - t2
         t3 = time.perf_counter()
         self._deliver_finished(state, report)
@@ -144,14 +144,16 @@ class Bridge:
         return report
 
     # ---- pieces ----------------------------------------------------------------
-    def _apply(self, decision: DecisionOut, state: ClusterState) -> ApplyResult:
+    def _apply(
+        self, decision: DecisionOut, state: ClusterState, unpinned: list[str]
+    ) -> ApplyResult:
         starting = {job_id: pin.allocation for job_id, pin in self.book.pinned.items()}
         now = self.clock()
         wait = self.settings.split_drift_wait_s
         may_drift = {job for job, since in self.drift_since.items() if now - since >= wait}
         if wait <= 0:  # no waiting for a steady split at all
             may_drift = {start.job_id for start in decision.starts}
-        result = apply_decision(decision, state, self.backend, starting, may_drift)
+        result = apply_decision(decision, state, self.backend, starting, may_drift, unpinned)
         drifting = result.drifting()
         self.drift_since = {job: self.drift_since.get(job, now) for job in drifting}
         for job_id, allocation in result.started.items():

@@ -6,6 +6,7 @@ decision applier and the shadow recorder only read it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -127,14 +128,22 @@ class JobView:
     pin: str = ""
     """The bridge's own reservation the job is in (Slurm's split pin), never a site rule."""
 
-    def split_by_manager(self, *, splits_tasks: bool, pins_splits: bool) -> bool:
+    def takes_whole_nodes(self, partitions: Mapping[str, PartitionView]) -> bool:
+        """Asked for (``--exclusive``), or its partition's rule."""
+        return self.rules.exclusive or any(
+            partitions[p].exclusive for p in self.partition.split(",") if p in partitions
+        )
+
+    def split_by_manager(
+        self, partitions: Mapping[str, PartitionView], *, splits_tasks: bool, pins_splits: bool
+    ) -> bool:
         """Whether the workload manager splits this job's tasks over its nodes its own
         way, so that only that split can be decided: a task job, unless the manager pins
         splits (Slurm's core reservations). A pin cannot hold a job already in a site
         reservation (a job is in one at most) nor one taking whole nodes."""
         if not self.shape.laid_out_by_slurm or not (splits_tasks or pins_splits):
             return False
-        return splits_tasks or bool(self.rules.reservation) or self.rules.exclusive
+        return splits_tasks or bool(self.rules.reservation) or self.takes_whole_nodes(partitions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,9 @@ reservation, where Slurm alone makes it 4 + 1).
 Facts of Slurm 22.05 this module is built on, each checked on the test bed:
 
 * ``CoreCnt=`` counts go to the nodes in Slurm's node order, not in the order given;
-* a job still runs in its reservation when it ends: Slurm ends the job with it
-  (``TIMEOUT``, "Reservation ended"), so a pin lasts for ever (``Duration=UNLIMITED``)
-  and is taken off a running job (``Reservation=``) before being deleted;
+* a job in a reservation that ends is ended with it (``TIMEOUT``, "Reservation
+  ended"), so a pin lasts the job's limit and a margin, is taken off a running job
+  (``Reservation=``) before being deleted, and a job still in its pin is not extended;
 * a reservation a job still uses cannot be deleted ("in use");
 * ``PURGE_COMP`` deletes a reservation no job has used for a while: the safety net
   when the bridge is down as a pinned job ends.
@@ -36,10 +36,11 @@ PIN_PREFIX = "cpsched-pin-"
 """Names of the bridge's own reservations (never sent to the service as site rules)."""
 PURGE_AFTER = "00:01:00"
 """Slurm deletes a pin no job has used for this long (the bridge deletes it sooner)."""
-PIN_MARGIN_MIN = 10
+PIN_MARGIN_MIN = 2
 """A pin lasts the job's limit and this many minutes: Slurm would end the job with its
-pin, and the bridge takes the pin off long before (and before extending the job). Not
-longer: a pin overlapping a site reservation planned on its nodes cannot be made."""
+pin, and the bridge takes the pin off long before (and before extending the job); the
+margin covers a released job starting up to ``pin_grace_s`` late. Not longer: a pin
+overlapping a site reservation planned on its nodes cannot be made."""
 
 
 def pin_name(job_id: str) -> str:
@@ -120,19 +121,23 @@ class SplitPins:
 
     def unpin(self, job_id: str, *, attached: bool) -> None:
         """Delete the job's pin, first taking it off the job when ``attached`` (a job
-        still in a reservation cannot have it deleted). Tried once: if it fails, Slurm's
-        ``PURGE_COMP`` removes the pin a minute after its job has ended."""
-        self._dropped.add(pin_name(job_id))
+        still in a reservation cannot have it deleted). A pin off its job is tried once:
+        if the delete fails, Slurm's ``PURGE_COMP`` removes it a minute later. A pin that
+        could not be taken off its job is tried again next cycle (the job would end with
+        it)."""
         failed: CommandError | None = None
         if attached:
             try:
                 self.runner.run([self.scontrol, "update", f"JobId={job_id}", "Reservation="])
-            except CommandError as exc:  # it ended meanwhile: the pin can go anyway
+            except CommandError as exc:  # it may have ended meanwhile: try the delete
                 failed = exc
         try:
             self.runner.run([self.scontrol, "delete", "reservation", pin_name(job_id)])
         except CommandError as exc:
+            if failed is None:  # off the job (or no job in it): PURGE_COMP takes it
+                self._dropped.add(pin_name(job_id))
             raise failed or exc from None
+        self._dropped.add(pin_name(job_id))
 
     def settle(self, state: ClusterState) -> list[str]:
         """Delete the pins whose work is done: the job runs (its cores are its own now),

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cpsched.slurm_bridge.eligibility import held_back
-from cpsched.slurm_bridge.model import ClusterState, JobView, NodeView
+from cpsched.slurm_bridge.model import ClusterState, JobView, NodeView, PartitionView
 from cpsched.wire.schemas import (
     DispatchRequest,
     FinishedJobIn,
@@ -37,7 +37,7 @@ def _rule_fields(job: JobView, state: ClusterState, declared: set[str]) -> dict[
     fields: dict[str, Any] = {"partition": ",".join(names)}
     if rules.features:
         fields["features"] = rules.features
-    if _exclusive(job, state):
+    if job.takes_whole_nodes(state.partitions):
         fields["exclusive"] = True
     if shape.one_unit_per_node:
         # a unit is one node's share (sbatch -N k): exactly k nodes, one unit each
@@ -64,13 +64,6 @@ def _rule_fields(job: JobView, state: ClusterState, declared: set[str]) -> dict[
     if why is not None:
         fields.update(eligible=False, reason=_label(why))
     return fields
-
-
-def _exclusive(job: JobView, state: ClusterState) -> bool:
-    """Whether ``job`` takes whole nodes: asked for, or its partition's rule."""
-    return job.rules.exclusive or any(
-        state.partitions[p].exclusive for p in job.partition.split(",") if p in state.partitions
-    )
 
 
 _FEATURE = re.compile(r"^[A-Za-z0-9_.:+/-]{1,128}$")
@@ -121,12 +114,20 @@ def _label(text: str, limit: int = 1024) -> str:
 
 
 def _job_fields(
-    job: JobView, *, splits_tasks: bool = False, pins_splits: bool = False, exact: bool = False
+    job: JobView,
+    partitions: Mapping[str, PartitionView] | None = None,
+    *,
+    splits_tasks: bool = False,
+    pins_splits: bool = False,
+    exact: bool = False,
 ) -> dict:
     """A job's wire fields; ``exact`` keeps its names as they are (a finished job's
     record: the service refuses it rather than store a changed name)."""
     label = (lambda text: text) if exact else _label
     partition = label(job.partition)
+    split = job.split_by_manager(
+        partitions or {}, splits_tasks=splits_tasks, pins_splits=pins_splits
+    )
     return {
         "id": job.id,
         "user": job.user if exact else _label(job.user, USER_NAME_MAX),
@@ -137,9 +138,7 @@ def _job_fields(
         "time_limit": job.time_limit_s,
         "units": job.shape.units,
         "per_unit": _per_unit(job),
-        "layout": "block"
-        if job.split_by_manager(splits_tasks=splits_tasks, pins_splits=pins_splits)
-        else "any",
+        "layout": "block" if split else "any",
     }
 
 
@@ -206,7 +205,7 @@ def dispatch_request(
                 start=job.start,
                 allocation=dict(job.allocation),
                 extensions=extensions.get(job.id, 0),
-                exclusive=_exclusive(job, state),
+                exclusive=job.takes_whole_nodes(state.partitions),
             )
         )
     # What Slurm counts on each node but the snapshot does not carry, from the jobs Slurm
@@ -241,7 +240,9 @@ def dispatch_request(
     queued = [
         JobIn(
             **{
-                **_job_fields(j, splits_tasks=splits_tasks, pins_splits=pins_splits),
+                **_job_fields(
+                    j, state.partitions, splits_tasks=splits_tasks, pins_splits=pins_splits
+                ),
                 **_rule_fields(j, state, declared),
             }
         )

@@ -14,7 +14,7 @@ import pytest
 
 from cpsched.slurm_bridge.apply import apply_decision, exact_split, slurm_split
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.model import ClusterState, JobRules, JobShape
+from cpsched.slurm_bridge.model import ClusterState, JobRules, JobShape, PartitionView
 from cpsched.slurm_bridge.pacing import Pacer, WakeFile
 from cpsched.slurm_bridge.snapshot import dispatch_request
 from cpsched.wire.schemas import DecisionOut
@@ -433,3 +433,33 @@ def test_a_pin_cannot_hold_a_job_in_a_site_reservation_or_on_whole_nodes() -> No
     answer = DecisionOut.model_validate(decision(starts={"w": {"a": 4, "b": 1}}))
     result = apply_decision(answer, state, fake, may_drift=frozenset({"w"}))
     assert result.started == {"w": {"a": 4, "b": 1}} and fake.exact == {}
+
+
+def test_a_job_still_in_its_pin_is_not_extended_until_the_pin_is_off() -> None:
+    # Slurm ends a job with its reservation: raising the limit past the pin would kill it.
+    job = replace(running("r", {"a": 1}), pin="cpsched-pin-r", time_limit_s=600)
+    state = cluster(job)
+    answer = DecisionOut.model_validate(decision(extensions={"r": 1200}))
+    fake = FakeCluster(state, splits_tasks=False, pins_splits=True)
+    result = apply_decision(answer, state, fake)
+    assert result.extended == {} and "r" in result.deferred
+    result = apply_decision(answer, state, fake, unpinned=["r"])  # taken off this cycle
+    assert result.extended == {"r": 1200}
+
+
+def test_a_job_on_whole_nodes_by_its_partitions_rule_is_not_pinned() -> None:
+    whole = PartitionView(name="big", nodes=("a", "b", "c"), exclusive=True)
+    job = replace(tasks("w"), partition="big")
+    state = replace(cluster(job), partitions={"big": whole})
+    assert job.split_by_manager(state.partitions, splits_tasks=False, pins_splits=True)
+    assert not tasks("x").split_by_manager({}, splits_tasks=False, pins_splits=True)
+    assert not tasks("x").split_by_manager({}, splits_tasks=False, pins_splits=False)  # PBS
+    assert tasks("x").split_by_manager({}, splits_tasks=True, pins_splits=False)
+
+
+def test_a_job_of_several_partitions_is_pinned_in_the_one_it_runs_in() -> None:
+    job = replace(tasks("x"), partition="short,long")
+    state = cluster(job)
+    assert exact_split(job, {"a": 1, "b": 4}, state, "long").partition == "long"  # type: ignore[union-attr]
+    # not chosen (partitions not read): Slurm's default, not a guess among them
+    assert exact_split(job, {"a": 1, "b": 4}, state, None).partition == ""  # type: ignore[union-attr]

@@ -155,3 +155,13 @@ def test_a_node_reserved_only_by_pins_is_up() -> None:
     seen = unreserve_pinned(nodes, jobs, site, now=1000)
     # a: only a pin; b: a site reservation too; c: no pin (a site reservation unread yet)
     assert {n: v.state for n, v in seen.items()} == {"a": "up", "b": "reserved", "c": "reserved"}
+
+
+def test_a_pin_that_cannot_be_taken_off_its_job_is_tried_again() -> None:
+    # Slurm would end the job with its pin: unlike a pin already off its job, this one
+    # is not left to Slurm's purge (which never removes a pin a job still uses).
+    runner = Scontrol({"update": "Socket timed out", "delete": "Requested reservation is in use"})
+    pins = SplitPins(runner, "scontrol")
+    assert pins.settle(state_of(pinned("run", "running"))) == []
+    assert pins.settle(state_of(pinned("run", "running"))) == ["run"]
+    assert [argv[1] for argv in runner.argvs] == ["update", "delete", "update", "delete"]
