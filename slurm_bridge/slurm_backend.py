@@ -244,13 +244,14 @@ class SlurmBackend:
             update.append(f"MinCPUsNode={cpus_per_node}")
         if partition is not None:
             update.append(f"Partition={partition}")
-        if exact is not None and self.pins_splits:
-            update.append(f"Reservation={self._pins.pin(job_id, exact)}")
+        pin = self._pins.pin(job_id, exact) if exact is not None and self.pins_splits else None
+        if pin is not None:
+            update.append(f"Reservation={pin}")
         try:
             self.runner.run(update)
             self.runner.run([scontrol, "release", job_id])
         except CommandError:
-            if exact is not None and self.pins_splits:
+            if pin is not None:
                 self._unpin_quietly(job_id)
             raise
 

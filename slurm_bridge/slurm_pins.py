@@ -103,7 +103,8 @@ class SplitPins:
     runner: Runner
     scontrol: str
     _dropped: set[str] = field(default_factory=set)
-    """Pins already deleted whose ended jobs Slurm still lists with them."""
+    """Pins deleted (or off their jobs and left to ``PURGE_COMP``) whose jobs Slurm may
+    still list with them (an ended job keeps its reservation's name)."""
 
     def pin(self, job_id: str, exact: ExactSplit) -> str:
         """Create the job's pin and return its name. A pin left from an earlier try
