@@ -251,20 +251,13 @@ class SlurmBackend:
             self.runner.run(update)
             self.runner.run([scontrol, "release", job_id])
         except CommandError:
-            if pin is not None:
-                self._unpin_quietly(job_id)
+            if pin is not None:  # it stays held: its pin goes
+                self._pins.try_unpin(job_id, attached=True)
             raise
 
     @property
     def pins_splits(self) -> bool:
         return not self.splits_tasks
-
-    def _unpin_quietly(self, job_id: str) -> None:
-        """Take back the pin of a job that could not be released (it stays held)."""
-        try:
-            self._pins.unpin(job_id, attached=True)
-        except CommandError as exc:
-            log.warning("pin reservation not removed", extra={"job": job_id, "error": str(exc)})
 
     def settle(self, state: ClusterState) -> list[str]:
         return self._pins.settle(state)

@@ -140,6 +140,15 @@ class SplitPins:
             raise failed or exc from None
         self._dropped.add(pin_name(job_id))
 
+    def try_unpin(self, job_id: str, *, attached: bool) -> bool:
+        """:meth:`unpin`, a failure logged rather than raised; whether it went."""
+        try:
+            self.unpin(job_id, attached=attached)
+        except CommandError as exc:
+            log.warning("pin reservation not removed", extra={"job": job_id, "error": str(exc)})
+            return False
+        return True
+
     def settle(self, state: ClusterState) -> list[str]:
         """Delete the pins whose work is done: the job runs (its cores are its own now),
         ended, or was held again. A released job that still waits keeps its pin."""
@@ -153,11 +162,7 @@ class SplitPins:
             if name in self._dropped or (job.state == "pending" and not job.held_for_us):
                 continue
             attached = job.state == "pending" or (job.state == "running" and not job.ending)
-            try:
-                self.unpin(job.id, attached=attached)
-            except CommandError as exc:
-                log.warning("pin reservation not removed", extra={"job": job.id, "error": str(exc)})
-                continue
-            settled.append(job.id)
+            if self.try_unpin(job.id, attached=attached):
+                settled.append(job.id)
         self._dropped &= listed
         return settled
