@@ -217,7 +217,8 @@ def _split_in(
 ) -> dict[str, int]:
     """Slurm's split of ``job`` on the nodes of ``allocation``, each with its room less
     ``held``; with ``ended``, the room as if every running job there had ended."""
-    most = job.rules.tasks_per_node or job.shape.units  # Slurm's split keeps that rule
+    per_node = job.rules.tasks_per_node  # Slurm's split keeps that rule
+    most = job.shape.units_of_tasks(per_node) if per_node else job.shape.units
     fits = {}
     for name in allocation:
         node = state.nodes[name]

@@ -46,6 +46,14 @@ class JobShape:
     per_unit: Amounts
     one_unit_per_node: bool = False
     single_node: bool = False
+    tasks_per_unit: int = 1
+    """Tasks a unit of a task job stands for: more than one where Slurm allocates whole
+    cores of several threads (``slurm_shape.job_shape``)."""
+
+    def units_of_tasks(self, tasks: int) -> int:
+        """The units that ``tasks`` of this job's tasks take (a rule such as Slurm's
+        ``--ntasks-per-node`` counts tasks)."""
+        return -(-tasks // self.tasks_per_unit)
 
     @property
     def cpus_per_node(self) -> int | None:

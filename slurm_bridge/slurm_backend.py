@@ -23,7 +23,13 @@ from cpsched.slurm_bridge.limits import (
     parse_qos_priority,
     qos_argv,
 )
-from cpsched.slurm_bridge.model import ClusterState, JobView, PartitionView, ReservationView
+from cpsched.slurm_bridge.model import (
+    ClusterState,
+    JobView,
+    NodeView,
+    PartitionView,
+    ReservationView,
+)
 from cpsched.slurm_bridge.refresh import Refreshed
 from cpsched.slurm_bridge.runner import Runner
 from cpsched.slurm_bridge.site_priority import (
@@ -41,6 +47,7 @@ from cpsched.slurm_bridge.slurm_common import (
 )
 from cpsched.slurm_bridge.slurm_pins import PIN_PREFIX, SplitPins, pin_apart, unreserve_pinned
 from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
+from cpsched.slurm_bridge.slurm_shape import WholeCores
 
 log = logging.getLogger("slurm_bridge.slurm")
 
@@ -173,6 +180,7 @@ class SlurmBackend:
             partitions=self.partitions,
             partition_max=limits,
             unlimited_s=self.unlimited_s,
+            cores=self._whole_cores(nodes),
         )
         return self._state(now, nodes, jobs, partitions, notes)
 
@@ -218,8 +226,13 @@ class SlurmBackend:
             partitions=self.partitions,
             partition_max=partition_max_minutes(partitions),
             unlimited_s=self.unlimited_s,
+            cores=self._whole_cores(nodes),
         )
         return self._state(now, nodes, jobs, partitions, notes)
+
+    def _whole_cores(self, nodes: dict[str, NodeView]) -> WholeCores:
+        """Where Slurm allocates whole cores (jobs there are shaped in whole cores)."""
+        return WholeCores.of(nodes, self._config.get().get("SelectTypeParameters", ""))
 
     # ---- acting ----------------------------------------------------------------
     def start(

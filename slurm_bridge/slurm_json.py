@@ -11,7 +11,14 @@ from cpsched.slurm_bridge.eligibility import slurm_blocked
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
 from cpsched.slurm_bridge.slurm_common import is_ending, job_state, memory_mib, node_state
-from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
+from cpsched.slurm_bridge.slurm_shape import (
+    NO_THREADS,
+    SlurmRequest,
+    WholeCores,
+    job_shape,
+    parse_gres,
+    units_on_nodes,
+)
 
 Doc = Mapping[str, Any]
 
@@ -93,7 +100,9 @@ def _mem_from_tres(raw: Doc) -> int | None:
     return -(-total // max(_int(raw.get("node_count")) or 1, 1)) if total else None
 
 
-def _cpus_by_node(raw: Doc, names: list[str]) -> dict[str, int]:
+def _cpus_by_node(raw: Doc, names: list[str], threads: Mapping[str, int]) -> dict[str, int]:
+    """CPUs a running job holds on each node: Slurm lists its cores, each of ``threads``
+    hardware threads (node → threads per core)."""
     resources = raw.get("job_resources") or {}
     counts: dict[str, int] = {}
     for node in resources.get("allocated_nodes") or []:
@@ -103,14 +112,20 @@ def _cpus_by_node(raw: Doc, names: list[str]) -> dict[str, int]:
             for state in (socket.get("cores") or {}).values()
             if "allocated" in str(state)
         )
-        counts[node["nodename"]] = max(cores, 1)
+        name = node["nodename"]
+        counts[name] = max(cores, 1) * threads.get(name, 1)
     return counts or dict.fromkeys(names, 1)
 
 
 def parse_job(
-    raw: Doc, *, tag: str, partition_max: Mapping[str, int | None], unlimited_s: int
+    raw: Doc,
+    *,
+    tag: str,
+    partition_max: Mapping[str, int | None],
+    unlimited_s: int,
+    cores: WholeCores = NO_THREADS,
 ) -> JobView:
-    """One job of ``squeue --json``."""
+    """One job of ``squeue --json``; ``cores`` says where Slurm allocates whole cores."""
     state = job_state(str(raw.get("job_state", "")))
     request = SlurmRequest(
         cpus=_int(raw.get("cpus")) or 1,
@@ -124,16 +139,16 @@ def parse_job(
         gres_per_task=parse_gres(raw.get("tres_per_task")),
         gres_per_job=parse_gres(raw.get("tres_per_job")),
     )
-    shape = job_shape(request)
     partition = str(raw.get("partition") or "")
+    shape = job_shape(request, threads=cores.for_job(partition))
     limit_min = _int(raw.get("time_limit"))
     if limit_min is None:
         limit_min = partition_max.get(partition)
     limit_s = limit_min * 60 if limit_min else unlimited_s
     nodes = hostlist.expand(str(raw.get("nodes") or ""))
-    allocation = (
-        units_on_nodes(shape, _cpus_by_node(raw, nodes)) if state == "running" and nodes else {}
-    )
+    allocation = {}
+    if state == "running" and nodes:
+        allocation = units_on_nodes(shape, _cpus_by_node(raw, nodes, cores.node_threads))
     priority = _int(raw.get("priority")) or 0
     tagged = str(raw.get("admin_comment") or "") == tag
     start = _int(raw.get("start_time"))
@@ -168,6 +183,7 @@ def parse_jobs(
     partitions: list[str],
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
+    cores: WholeCores = NO_THREADS,
 ) -> list[JobView]:
     """Jobs of ``squeue --json`` in the wanted partitions; pending array meta-records skipped."""
     try:
@@ -182,5 +198,9 @@ def parse_jobs(
         # A pending array not yet split into elements ("123_[1-10]") cannot be pinned as one.
         if raw.get("array_task_string") and _int(raw.get("array_task_id")) is None:
             continue
-        jobs.append(parse_job(raw, tag=tag, partition_max=partition_max, unlimited_s=unlimited_s))
+        jobs.append(
+            parse_job(
+                raw, tag=tag, partition_max=partition_max, unlimited_s=unlimited_s, cores=cores
+            )
+        )
     return jobs

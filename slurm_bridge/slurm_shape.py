@@ -10,16 +10,27 @@ started exactly by pinning a node list:
   k distinct nodes (the bridge refuses an allocation that stacks two units on a node).
 * **tasks** (``-n k`` free to spread): a unit is one task; any node set works, Slurm
   distributes the tasks over the pinned nodes itself.
+
+On nodes with several hardware threads per core, Slurm's core-based selection
+(``CR_Core``, ``CR_Socket``) gives a job whole cores on each node: ``ceil(CPUs on the node
+/ threads) × threads`` CPUs (a one-CPU job holds two on two-thread nodes, and its memory
+per CPU is counted on both). A shape is then made of whole cores, so that what the
+service decides is what Slurm allocates: the single-node request and the per-node share
+are rounded up to whole cores, and tasks are grouped so that one unit fills whole cores
+(``threads / gcd(CPUs per task, threads)`` tasks per unit, e.g. two one-CPU tasks per
+unit on two-thread nodes). Grouping is exact when a partial last unit still takes a
+whole unit's cores (CPUs per task divides the threads, the usual case); otherwise the
+shape holds a little more than Slurm will allocate, and the read-back reports it.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-from cpsched.slurm_bridge.model import Amounts, JobShape
+from cpsched.slurm_bridge.model import Amounts, JobShape, NodeView
 
 _GRES_COUNT = re.compile(r"^(\d+)([KMG]?)$")
 _SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
@@ -64,14 +75,24 @@ class SlurmRequest:
     gres_per_job: Amounts
 
 
-def job_shape(req: SlurmRequest) -> JobShape:
-    """The units × per_unit view of a Slurm request (see the module docstring)."""
+def whole_cores(cpus: int, threads: int) -> int:
+    """``cpus`` rounded up to whole cores of ``threads`` hardware threads."""
+    return -(-cpus // threads) * threads
+
+
+def job_shape(req: SlurmRequest, *, threads: int = 1) -> JobShape:
+    """The units × per_unit view of a Slurm request (see the module docstring).
+
+    ``threads``: hardware threads per core when Slurm allocates whole cores on the
+    job's nodes (``WholeCores.for_job``), else 1.
+    """
     tasks = max(req.tasks, 1)
     nodes = max(req.node_count, 1)
     cpus = max(req.cpus, 1)
     per_task_cpus = req.cpus_per_task or max(1, cpus // tasks)
     per_node_only = bool(req.gres_per_node) or req.mem_per_node is not None
     if tasks == 1 or req.max_nodes == 1 or (nodes == 1 and per_node_only):
+        cpus = whole_cores(cpus, threads)
         whole: Amounts = {"cpu": cpus}
         if req.mem_per_cpu:
             whole["mem"] = req.mem_per_cpu * cpus
@@ -82,7 +103,7 @@ def job_shape(req: SlurmRequest) -> JobShape:
         _add(whole, req.gres_per_job, lambda count: count)
         return JobShape(units=1, per_unit=whole, single_node=True)
     if nodes > 1 and (per_node_only or req.max_nodes == nodes):
-        node_cpus = math.ceil(cpus / nodes)
+        node_cpus = whole_cores(math.ceil(cpus / nodes), threads)
         share: Amounts = {"cpu": node_cpus}
         if req.mem_per_node:
             share["mem"] = req.mem_per_node
@@ -92,14 +113,49 @@ def job_shape(req: SlurmRequest) -> JobShape:
         _add(share, req.gres_per_task, lambda count: math.ceil(count * tasks / nodes))
         _add(share, req.gres_per_job, lambda count: math.ceil(count / nodes))
         return JobShape(units=nodes, per_unit=share, one_unit_per_node=True)
-    unit: Amounts = {"cpu": per_task_cpus}
+    # tasks per unit: the fewest that fill whole cores (1 without hardware threads)
+    group = threads // math.gcd(per_task_cpus, threads)
+    units = -(-tasks // group)
+    unit: Amounts = {"cpu": per_task_cpus * group}
     if req.mem_per_cpu:
-        unit["mem"] = req.mem_per_cpu * per_task_cpus
+        unit["mem"] = req.mem_per_cpu * unit["cpu"]
     elif req.mem_per_node:
-        unit["mem"] = math.ceil(req.mem_per_node / tasks)
-    _add(unit, req.gres_per_task, lambda count: count)
-    _add(unit, req.gres_per_job, lambda count: math.ceil(count / tasks))
-    return JobShape(units=tasks, per_unit=unit)
+        unit["mem"] = math.ceil(req.mem_per_node / tasks) * group
+    _add(unit, req.gres_per_task, lambda count: count * group)
+    _add(unit, req.gres_per_job, lambda count: math.ceil(count / units))
+    return JobShape(units=units, per_unit=unit, tasks_per_unit=group)
+
+
+@dataclass(frozen=True, slots=True)
+class WholeCores:
+    """Where Slurm allocates whole cores of several hardware threads, read from the
+    nodes and ``SelectTypeParameters`` (``CR_CPU`` hands out single threads)."""
+
+    node_threads: Mapping[str, int] = field(default_factory=dict)
+    """Node → hardware threads per core."""
+    partition_threads: Mapping[str, int] = field(default_factory=dict)
+    """Partition → threads per core a job there is rounded to; 1 where its nodes differ
+    (a shape cannot follow two roundings)."""
+
+    @classmethod
+    def of(cls, nodes: Mapping[str, NodeView], select_parameters: str) -> WholeCores:
+        threads = {name: node.cpus_per_core for name, node in nodes.items()}
+        if "CR_CPU" in select_parameters.upper():
+            return cls(threads, {})
+        seen: dict[str, set[int]] = {}
+        for node in nodes.values():
+            for partition in node.partitions:
+                seen.setdefault(partition, set()).add(node.cpus_per_core)
+        return cls(threads, {p: min(t) if len(t) == 1 else 1 for p, t in seen.items()})
+
+    def for_job(self, partition: str) -> int:
+        """Threads per core a job of ``partition`` (Slurm's ``a,b`` list) is shaped in."""
+        found = {self.partition_threads.get(p, 1) for p in partition.split(",")}
+        return found.pop() if len(found) == 1 else 1
+
+
+NO_THREADS = WholeCores()
+"""One thread per core everywhere: no rounding."""
 
 
 def _add(amounts: Amounts, gres: Amounts, share: Callable[[int], int]) -> None:

@@ -22,7 +22,14 @@ from cpsched.slurm_bridge.slurm_common import (
     node_state,
     time_limit_minutes,
 )
-from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres, units_on_nodes
+from cpsched.slurm_bridge.slurm_shape import (
+    NO_THREADS,
+    SlurmRequest,
+    WholeCores,
+    job_shape,
+    parse_gres,
+    units_on_nodes,
+)
 
 SQUEUE_FIELDS = (
     "JobID",
@@ -199,8 +206,10 @@ def parse_jobs(
     partitions: list[str],
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
+    cores: WholeCores = NO_THREADS,
 ) -> list[JobView]:
-    """``squeue -O`` lines (run with ``SLURM_TIME_FORMAT=%s``) → jobs."""
+    """``squeue -O`` lines (run with ``SLURM_TIME_FORMAT=%s``) → jobs; ``cores`` says
+    where Slurm allocates whole cores."""
     jobs: list[JobView] = []
     for line in text.splitlines():
         if not line.strip():
@@ -230,7 +239,7 @@ def parse_jobs(
             gres_per_task=parse_gres(row["tres-per-task"]),
             gres_per_job=parse_gres(row["tres-per-job"]),
         )
-        shape = job_shape(request)
+        shape = job_shape(request, threads=cores.for_job(row["Partition"]))
         state = job_state(row["State"])
         limit_min = time_limit_minutes(row["TimeLimit"])
         if limit_min is None:

@@ -43,13 +43,14 @@ def _rule_fields(job: JobView, state: ClusterState, declared: set[str]) -> dict[
         # a unit is one node's share (sbatch -N k): exactly k nodes, one unit each
         fields.update(min_nodes=shape.units, max_nodes=shape.units, tasks_per_node=1)
     elif not shape.single_node:
+        per_node = rules.tasks_per_node
         fields.update(
             {
                 k: v
                 for k, v in (
                     ("min_nodes", rules.min_nodes),
                     ("max_nodes", rules.max_nodes),
-                    ("tasks_per_node", rules.tasks_per_node),
+                    ("tasks_per_node", shape.units_of_tasks(per_node) if per_node else None),
                 )
                 if v is not None
             }

@@ -145,15 +145,15 @@ class Testbed:
                 time.sleep(0.25)
 
 
-@pytest.fixture(scope="session")
-def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+def _testbed(root: Path, **options: str) -> Iterator[Testbed]:
+    """A test bed started by ``start.sh`` under ``root`` (``options``: its environment
+    settings, e.g. ``THREADS``), stopped when the generator is closed."""
     if sys.platform != "linux":
         _unavailable("needs Linux")
     if os.geteuid() != 0:
         _unavailable("needs root (slurmd and apt-get)")
     if shutil.which("bash") is None:
         _unavailable("bash missing")
-    root = Path(tempfile_dir := str(tmp_path_factory.mktemp("slurmtb")))
     # munge refuses group/world-writable parents; pytest's temp dirs are 0700, fine.
     # start.sh installs the kit (job_submit.lua, cpsched-wake) with shadowq left to Slurm
     # for shadow-mode tests and the wake file at root/wake.
@@ -164,7 +164,8 @@ def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]
         "SLURMD_BASE_PORT": str(free_port_block(4)),
         "DBD_PORT": str(free_port()),
         "KIT_DIR": str(KIT),
-        "SLURM_CONF": f"{tempfile_dir}/etc/slurm.conf",
+        "SLURM_CONF": f"{root}/etc/slurm.conf",
+        **options,
     }
     started = subprocess.run(
         ["bash", str(TESTBED / "start.sh"), str(root)],
@@ -187,6 +188,30 @@ def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]
             timeout=120,
             check=False,
         )
+
+
+def emptied(bed: Testbed, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Around one test: Slurm's commands aimed at ``bed``, and no job left before or after."""
+    monkeypatch.setenv("SLURM_CONF", bed.env["SLURM_CONF"])
+    bed.cancel_all()
+    yield
+    bed.cancel_all()
+
+
+@pytest.fixture(scope="session")
+def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    """Two 4-CPU nodes and two 8-CPU GPU nodes, with slurmdbd and slurmrestd."""
+    yield from _testbed(tmp_path_factory.mktemp("slurmtb"))
+
+
+@pytest.fixture(scope="module")
+def two_thread_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    """Two nodes of 2 cores × 2 hardware threads (4 CPUs), ``CR_Core_Memory``: Slurm
+    gives each job whole cores. Small and quick: no GPUs, slurmdbd or slurmrestd."""
+    root = tmp_path_factory.mktemp("slurmtb_ht")
+    yield from _testbed(
+        root, THREADS="2", CPU_NODES="2", GPU_NODES="0", WITH_DBD="0", WITH_RESTD="0"
+    )
 
 
 @pytest.fixture(scope="module")

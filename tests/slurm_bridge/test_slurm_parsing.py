@@ -10,6 +10,7 @@ import pytest
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.finished import parse_sacct
+from cpsched.slurm_bridge.model import JobView, NodeView
 from cpsched.slurm_bridge.slurm_common import (
     node_state,
     parse_partitions,
@@ -18,7 +19,7 @@ from cpsched.slurm_bridge.slurm_common import (
     time_limit_minutes,
 )
 from cpsched.slurm_bridge.slurm_json import parse_jobs, parse_nodes
-from cpsched.slurm_bridge.slurm_shape import SlurmRequest, job_shape, parse_gres
+from cpsched.slurm_bridge.slurm_shape import SlurmRequest, WholeCores, job_shape, parse_gres
 from cpsched.slurm_bridge.slurm_text import job_extras
 from cpsched.slurm_bridge.slurm_text import parse_jobs as parse_text_jobs
 from cpsched.slurm_bridge.slurm_text import parse_nodes as parse_text_nodes
@@ -247,3 +248,80 @@ def test_running_units_always_sum_to_the_job_and_are_positive() -> None:
     assert units_on_nodes(tasks, dict.fromkeys("abcd", 1)) == {"a": 1, "b": 1, "c": 1}
     odd = units_on_nodes(JobShape(units=4, per_unit={"cpu": 2}), {"a": 3, "b": 3})
     assert sum(odd.values()) == 4 and min(odd.values()) > 0
+
+
+def _ht_jobs(select: str = "CR_CORE_MEMORY") -> dict[str, JobView]:
+    """Jobs recorded on 2-core, 2-thread nodes (``ThreadsPerCore=2``, ``CR_Core_Memory``):
+    five (``-n 5``, running on node1 + node2), one (``-n 1``, running on node2), three
+    (``-n 3``, held) and memcpu (``-n 2 --mem-per-cpu=100``, held)."""
+    nodes = parse_nodes(load("ht_sinfo.json"), [])
+    jobs = parse_jobs(
+        load("ht_squeue.json"),
+        tag="",
+        partitions=[],
+        partition_max={},
+        unlimited_s=60,
+        cores=WholeCores.of(nodes, select),
+    )
+    return {j.name: j for j in jobs}
+
+
+def test_jobs_on_two_thread_nodes_are_shaped_in_the_whole_cores_slurm_allocates() -> None:
+    jobs = _ht_jobs()
+    # -n 1: Slurm allocates a whole core, two CPUs, and counts its memory per CPU on both
+    assert jobs["one"].shape.per_unit == {"cpu": 2, "mem": 512}
+    # -n 5: two tasks fill a core; Slurm ran 4 + 1 tasks on 2 + 1 cores (4 + 2 CPUs)
+    five = jobs["five"].shape
+    assert (five.units, five.per_unit["cpu"], five.tasks_per_unit) == (3, 2, 2)
+    assert jobs["five"].allocation == {"node1": 2, "node2": 1}
+    assert (jobs["three"].shape.units, jobs["three"].shape.per_unit["cpu"]) == (2, 2)
+    assert jobs["memcpu"].shape.per_unit == {"cpu": 2, "mem": 200}
+    assert jobs["memcpu"].shape.units == 1
+
+
+def test_single_threads_are_not_rounded_under_cr_cpu() -> None:
+    jobs = _ht_jobs("CR_CPU_MEMORY")
+    assert (jobs["three"].shape.units, jobs["three"].shape.per_unit["cpu"]) == (3, 1)
+    assert (jobs["five"].shape.units, jobs["five"].shape.per_unit["cpu"]) == (5, 1)
+
+
+@pytest.mark.parametrize(
+    ("tasks", "per_task", "threads", "units", "unit_cpus"),
+    [
+        (5, 1, 2, 3, 2),  # two tasks per core
+        (4, 2, 2, 4, 2),  # a task fills a core
+        (3, 4, 2, 3, 4),  # a task fills two cores
+        (4, 3, 2, 2, 6),  # two 3-CPU tasks fill three cores
+        (6, 1, 4, 2, 4),  # four tasks per core
+        (5, 1, 1, 5, 1),  # one thread per core: tasks stay units
+    ],
+)
+def test_task_units_fill_whole_cores(
+    tasks: int, per_task: int, threads: int, units: int, unit_cpus: int
+) -> None:
+    req = SlurmRequest(
+        cpus=tasks * per_task,
+        tasks=tasks,
+        node_count=1,
+        max_nodes=0,
+        cpus_per_task=per_task,
+        mem_per_cpu=None,
+        mem_per_node=None,
+        gres_per_node={},
+        gres_per_task={},
+        gres_per_job={},
+    )
+    shape = job_shape(req, threads=threads)
+    assert (shape.units, shape.per_unit["cpu"]) == (units, unit_cpus)
+    assert shape.units * shape.per_unit["cpu"] >= tasks * per_task
+    assert shape.per_unit["cpu"] % threads == 0
+
+
+def test_a_partition_of_nodes_with_different_threads_is_not_rounded() -> None:
+    def node(name: str, threads: int) -> NodeView:
+        return NodeView(name, {"cpu": 4}, {}, "up", partitions=("mixed",), cpus_per_core=threads)
+
+    cores = WholeCores.of({"a": node("a", 2), "b": node("b", 1)}, "CR_Core")
+    assert cores.for_job("mixed") == 1
+    even = WholeCores.of({"a": node("a", 2), "b": node("b", 2)}, "CR_Core")
+    assert even.for_job("mixed") == 2 and even.for_job("mixed,other") == 1
