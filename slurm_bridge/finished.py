@@ -34,7 +34,9 @@ def sacct_argv(sacct: str, *, jobcomp: bool, now: float | None = None) -> list[s
     if jobcomp:
         argv.insert(1, "-c")
     else:
-        argv[1:1] = ["-X", "-s", "CD,F,CA,TO,NF,OOM,DL,BF,PR"]
+        # With -s, sacct's window ends at its start unless -E says otherwise: no -E, no
+        # ended job (seen with Slurm 22.05 and slurmdbd).
+        argv[1:1] = ["-X", "-s", "CD,F,CA,TO,NF,OOM,DL,BF,PR", "-E", "now"]
     return argv
 
 

@@ -145,7 +145,7 @@ class Testbed:
                 time.sleep(0.25)
 
 
-def _testbed(root: Path, **options: str) -> Iterator[Testbed]:
+def start_testbed(root: Path, **options: str) -> Iterator[Testbed]:
     """A test bed started by ``start.sh`` under ``root`` (``options``: its environment
     settings, e.g. ``THREADS``), stopped when the generator is closed."""
     if sys.platform != "linux":
@@ -201,7 +201,7 @@ def emptied(bed: Testbed, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     """Two 4-CPU nodes and two 8-CPU GPU nodes, with slurmdbd and slurmrestd."""
-    yield from _testbed(tmp_path_factory.mktemp("slurmtb"))
+    yield from start_testbed(tmp_path_factory.mktemp("slurmtb"))
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +209,7 @@ def two_thread_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tes
     """Two nodes of 2 cores × 2 hardware threads (4 CPUs), ``CR_Core_Memory``: Slurm
     gives each job whole cores. Small and quick: no GPUs, slurmdbd or slurmrestd."""
     root = tmp_path_factory.mktemp("slurmtb_ht")
-    yield from _testbed(
+    yield from start_testbed(
         root, THREADS="2", CPU_NODES="2", GPU_NODES="0", WITH_DBD="0", WITH_RESTD="0"
     )
 

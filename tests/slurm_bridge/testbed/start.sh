@@ -13,6 +13,9 @@
 #   KIT_DIR: the bridge's kit (slurm_bridge/kit) to install: its job_submit.lua (holding
 #     every job but those of partition shadowq, left to Slurm) and its cpsched-wake as
 #     EpilogSlurmctld, both touching $TB/wake ("" = no external-scheduler hold)
+#   BRIDGE_USER: a local account the bridge may run as instead of root: created when
+#     missing, added to BRIDGE_UIDS in job_submit.lua and, with slurmdbd, given
+#     AdminLevel=Operator (the least privilege docs/bridge.md names)
 #   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
 #   PRIORITY=multifactor (default; every factor weighted) or basic (Slurm's FIFO)
 #   WITH_DBD=1 (default): also slurmdbd on DBD_PORT, storing in the local MariaDB
@@ -29,6 +32,7 @@ WITH_DBD=${WITH_DBD:-1}
 PRIORITY=${PRIORITY:-multifactor}
 DBD_PORT=${DBD_PORT:-$((CTLD_PORT + 1))}
 KIT_DIR=${KIT_DIR-}
+BRIDGE_USER=${BRIDGE_USER-}
 THREADS=${THREADS:-1}
 HOST=$(hostname -s)
 export SLURM_CONF=$TB/etc/slurm.conf
@@ -141,9 +145,18 @@ DBD
 fi
 JOBSUBMIT=""; EPILOG=""
 if [ -n "$KIT_DIR" ]; then
+  BRIDGE_UIDS="[0] = true"
+  if [ -n "$BRIDGE_USER" ]; then
+    id -u "$BRIDGE_USER" >/dev/null 2>&1 \
+      || useradd --system --no-create-home --shell /usr/sbin/nologin "$BRIDGE_USER"
+    BRIDGE_UIDS+=", [$(id -u "$BRIDGE_USER")] = true"
+  fi
   sed -e 's/^local UNMANAGED_PARTITIONS = {}/local UNMANAGED_PARTITIONS = { shadowq = true }/' \
       -e "s#/var/lib/cpsched-bridge/wake#$TB/wake#" \
+      -e "s/^local BRIDGE_UIDS = { \[0\] = true }/local BRIDGE_UIDS = { $BRIDGE_UIDS }/" \
       "$KIT_DIR/job_submit.lua" > "$TB/etc/job_submit.lua"
+  grep -qF "local BRIDGE_UIDS = { $BRIDGE_UIDS }" "$TB/etc/job_submit.lua" \
+    || die "job_submit.lua: BRIDGE_UIDS line not found"
   printf '#!/bin/sh\nCPSCHED_WAKE_FILE=%s exec sh %s\n' "$TB/wake" "$KIT_DIR/cpsched-wake" \
     > "$TB/cpsched-wake"
   chmod 755 "$TB/cpsched-wake"
@@ -222,6 +235,10 @@ if [ "$WITH_DBD" = 1 ]; then
     defaultqos=normal >/dev/null
   sacctmgr -i modify user root set defaultaccount=research >/dev/null
   sacctmgr -i add user nobody account=research cluster=testbed >/dev/null  # a plain user
+  if [ -n "$BRIDGE_USER" ]; then
+    sacctmgr -i add user "$BRIDGE_USER" account=research cluster=testbed \
+      adminlevel=operator >/dev/null
+  fi
 fi
 
 # ---- slurmctld, then one slurmd per fake node (each daemonizes and writes its pid) --

@@ -1,0 +1,113 @@
+"""The bridge's least privilege on a real Slurm 22.05 with slurmdbd: an account with
+``AdminLevel=Operator`` (and listed in ``job_submit.lua``'s ``BRIDGE_UIDS``), not root.
+
+As that account the bridge reads the cluster, starts another user's held job in a pin
+reservation of its decided split, raises a running job's limit, takes the pin off and
+deletes it, hands a job back to Slurm and holds it again, and reads finished jobs. A
+plain account can do none of the acting (what makes the test able to fail).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from cpsched.slurm_bridge.backend import ExactSplit
+from cpsched.slurm_bridge.errors import CommandError
+from cpsched.slurm_bridge.runner import SubprocessRunner
+from cpsched.slurm_bridge.slurm_backend import SlurmBackend
+from tests.slurm_bridge.conftest import Testbed, emptied, start_testbed
+from tests.slurm_bridge.test_slurm_placement import real_split, wait_running
+
+pytestmark = pytest.mark.slurm
+
+OPERATOR = "cpsched-op"
+
+
+@dataclass
+class AsUser:
+    """A runner that runs each command as ``user`` (``runuser``, environment kept)."""
+
+    user: str
+    inner: SubprocessRunner = field(default_factory=lambda: SubprocessRunner(timeout_s=30))
+
+    def run(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> str:
+        return self.inner.run(["runuser", "-u", self.user, "--", *argv], env=env)
+
+
+@pytest.fixture(scope="module")
+def operator_testbed() -> Iterator[Testbed]:
+    """Two 4-CPU nodes with slurmdbd, the bridge's account an operator. Its directory
+    lies outside pytest's root-only temp tree, so other accounts reach the config and
+    munge's socket."""
+    root = Path(tempfile.mkdtemp(prefix="cpsched-optb-"))
+    root.chmod(0o755)
+    try:
+        yield from start_testbed(
+            root, BRIDGE_USER=OPERATOR, CPU_NODES="2", GPU_NODES="0", WITH_RESTD="0"
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def empty_testbed(operator_testbed: Testbed, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    yield from emptied(operator_testbed, monkeypatch)
+
+
+def backend_as(user: str) -> SlurmBackend:
+    return SlurmBackend(runner=AsUser(user), partitions=["batch"], splits_tasks=False)
+
+
+def test_an_operator_account_does_all_the_bridge_does(operator_testbed: Testbed) -> None:
+    bed = operator_testbed
+    backend = backend_as(OPERATOR)
+    job = bed.sbatch("-J", "pinned", "-n", "5", "-t", "2", script="sleep 4")
+    bed.wait_visible([job])
+    view = backend.read_state().job(job)  # squeue, sinfo, sacctmgr, sshare as the operator
+    assert view is not None and view.held_for_us and view.user == "root"
+    split = {"node1": 2, "node2": 3}  # Slurm alone fills node1 first: 4 + 1
+    pin = ExactSplit(user=view.user, cores=split, partition="batch", limit_s=view.time_limit_s)
+    backend.start(job, split, exact=pin)
+    wait_running(bed, job)
+    assert real_split(bed, job) == split
+    backend.extend(job, 5 * 60)  # raising a running job's limit needs an operator
+    assert bed.job(job)["limit"] == "5:00"
+    assert backend.settle(backend.read_state()) == [job]  # detached, pin deleted
+    assert "cpsched-pin" not in bed.run("scontrol", "-o", "show", "reservation")
+
+    later = bed.sbatch("-J", "later", "-n", "1", "--begin=now+3600", script="sleep 1")
+    bed.wait_visible([later])
+    backend.release_to_native(later)  # the "release" fallback
+    assert bed.job(later)["priority"] != "0"
+    backend.hold(later, unpin=True)
+    assert bed.job(later)["priority"] == "0"
+
+    bed.wait_state(job, {"COMPLETED"}, timeout_s=30)
+    # Not from the jobcomp file: `sacct -c` opens it for appending, which only root may;
+    # from slurmdbd, which has the job a few seconds after it ends.
+    deadline = time.monotonic() + 30
+    while job not in {j.id for j in backend.finished_jobs(backend.read_state())}:
+        assert time.monotonic() < deadline, "the ended job never read back"
+        time.sleep(1)
+
+
+def test_a_plain_account_cannot_start_or_extend_others_jobs(operator_testbed: Testbed) -> None:
+    bed = operator_testbed
+    job = bed.sbatch("-J", "held", "-n", "1", script="sleep 30")
+    bed.wait_visible([job])
+    plain = backend_as("nobody")
+    with pytest.raises(CommandError):
+        plain.start(job, {"node1": 1})
+    with pytest.raises(CommandError):
+        plain.extend(job, 60 * 60)
+    pin = ExactSplit(user="root", cores={"node1": 1, "node2": 1}, partition="batch", limit_s=60)
+    with pytest.raises(CommandError):
+        plain.start(job, {"node1": 1, "node2": 1}, exact=pin)
+    assert bed.job(job)["priority"] == "0"  # still held for cpsched
