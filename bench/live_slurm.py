@@ -16,7 +16,7 @@ Every 10th trace job also asks for a GPU, jobs over 8 CPUs are task jobs Slurm s
 mapped to one of four local users (created when missing). Prints one table and writes
 the per-run figures as JSON (``--out``). Asserts nothing.
 
-    python bench/live_slurm.py --out /tmp/live.json [--keep DIR]
+    python bench/live_slurm.py --out /tmp/live.json [--keep DIR] [--threads 2]
     python bench/live_slurm.py --analyse DIR   # the figures of runs kept in DIR, again
 """
 
@@ -112,7 +112,7 @@ def sh(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> str
     return done.stdout
 
 
-def start_testbed(root: Path) -> dict[str, str]:
+def start_testbed(root: Path, threads: int = 1) -> dict[str, str]:
     root.chmod(0o755)
     for directory in root.parents:  # users must reach slurm.conf and munge's socket
         if directory == Path("/tmp") or directory == directory.parent:
@@ -129,6 +129,7 @@ def start_testbed(root: Path) -> dict[str, str]:
         # as in the runs of docs/bridge.md: no accounting, Slurm's FIFO priority
         "WITH_DBD": "0",
         "PRIORITY": "basic",
+        "THREADS": str(threads),  # hardware threads per core (2: Slurm allocates whole cores)
     }
     sh("bash", str(TESTBED / "start.sh"), str(root), env=env)
     conf = root / "etc" / "slurm.conf"
@@ -450,6 +451,9 @@ def main() -> None:
     parser.add_argument("--span", type=float, default=600.0, help="submission span, seconds")
     parser.add_argument("--runs", default="slurm,easy,default")
     parser.add_argument("--outage", type=float, default=60.0)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="hardware threads per core of every node"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--keep",
@@ -478,7 +482,7 @@ def main() -> None:
     )
     ensure_users()
     root = Path(tempfile.mkdtemp(prefix="cpsched-live-"))
-    env = start_testbed(root)
+    env = start_testbed(root, args.threads)
     results = []
     try:
         for name in args.runs.split(","):

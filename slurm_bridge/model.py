@@ -49,6 +49,16 @@ class JobShape:
     tasks_per_unit: int = 1
     """Tasks a unit of a task job stands for: more than one where Slurm allocates whole
     cores of several threads (``slurm_shape.job_shape``)."""
+    asked_cpus: int | None = None
+    """CPUs the job asked for, where its units hold more (whole cores): Slurm's job-size
+    priority counts these. None: units × per-unit CPUs."""
+
+    @property
+    def cpus_asked(self) -> int:
+        """The CPUs the job asked for (see ``asked_cpus``)."""
+        if self.asked_cpus is not None:
+            return self.asked_cpus
+        return self.per_unit.get("cpu", 0) * self.units
 
     def units_of_tasks(self, tasks: int) -> int:
         """The units that ``tasks`` of this job's tasks take (a rule such as Slurm's

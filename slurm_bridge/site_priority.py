@@ -129,7 +129,7 @@ def multifactor(job: JobView, now: int, inputs: PriorityInputs) -> int:
     since = max(job.submit, job.rules.begin or 0)
     age = min(1.0, max(0, now - since) / w.max_age_s)
     fairshare = inputs.fairshare.get((job.rules.account, job.user), 0.0)
-    cpus = job.shape.per_unit.get("cpu", 0) * job.shape.units
+    cpus = job.shape.cpus_asked  # as asked, not the whole cores it would hold
     nodes = job.rules.min_nodes or (job.shape.units if job.shape.one_unit_per_node else 1)
     size = (_share(nodes, inputs.total_nodes) + _share(cpus, inputs.total_cpus)) / 2
     if w.favor_small:

@@ -232,7 +232,7 @@ class SlurmBackend:
 
     def _whole_cores(self, nodes: dict[str, NodeView]) -> WholeCores:
         """Where Slurm allocates whole cores (jobs there are shaped in whole cores)."""
-        return WholeCores.of(nodes, self._config.get().get("SelectTypeParameters", ""))
+        return WholeCores.of(nodes, self._config.get())
 
     # ---- acting ----------------------------------------------------------------
     def start(

@@ -67,13 +67,12 @@ def _words(value: Any) -> tuple[str, ...]:
 def job_rules(raw: Doc, request: SlurmRequest) -> JobRules:
     """The site's rules on one ``squeue --json`` job (see :class:`JobRules`)."""
     dependency = str(raw.get("dependency") or "")
-    per_node = _int(raw.get("tasks_per_node")) or None
     return JobRules(
         features=str(raw.get("features") or ""),
         exclusive=str(raw.get("shared") or "") in {"none", "user", "mcs"},
         min_nodes=request.node_count if request.node_count > 1 else None,
         max_nodes=request.max_nodes or None,
-        tasks_per_node=per_node,
+        tasks_per_node=request.tasks_per_node,
         reservation=str(raw.get("resv_name") or ""),
         dependency="" if dependency == "(null)" else dependency,
         begin=_int(raw.get("eligible_time")) or None,
@@ -138,9 +137,11 @@ def parse_job(
         gres_per_node=parse_gres(raw.get("tres_per_node")),
         gres_per_task=parse_gres(raw.get("tres_per_task")),
         gres_per_job=parse_gres(raw.get("tres_per_job")),
+        tasks_per_node=_int(raw.get("tasks_per_node")) or None,
+        tasks_per_core=_int(raw.get("tasks_per_core")) or None,
     )
     partition = str(raw.get("partition") or "")
-    shape = job_shape(request, threads=cores.for_job(partition))
+    shape = job_shape(request, rounding=cores.for_job(partition))
     limit_min = _int(raw.get("time_limit"))
     if limit_min is None:
         limit_min = partition_max.get(partition)

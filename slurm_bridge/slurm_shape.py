@@ -73,6 +73,26 @@ class SlurmRequest:
     gres_per_node: Amounts
     gres_per_task: Amounts
     gres_per_job: Amounts
+    tasks_per_node: int | None = None  # --ntasks-per-node
+    tasks_per_core: int | None = None  # --ntasks-per-core (1: a core per task)
+
+
+@dataclass(frozen=True, slots=True)
+class CoreRounding:
+    """How Slurm rounds a job's CPUs on a node: to whole cores of ``threads`` hardware
+    threads (1: not at all), each task on cores of its own with ``core_per_task``."""
+
+    threads: int = 1
+    core_per_task: bool = False
+
+    def on_node(self, cpus: int, tasks: int, per_task: int) -> int:
+        """CPUs Slurm allocates for ``tasks`` tasks holding ``cpus`` CPUs on one node."""
+        if self.core_per_task:
+            return tasks * whole_cores(per_task, self.threads)
+        return whole_cores(cpus, self.threads)
+
+
+NOT_ROUNDED = CoreRounding()
 
 
 def whole_cores(cpus: int, threads: int) -> int:
@@ -80,30 +100,34 @@ def whole_cores(cpus: int, threads: int) -> int:
     return -(-cpus // threads) * threads
 
 
-def job_shape(req: SlurmRequest, *, threads: int = 1) -> JobShape:
+def job_shape(req: SlurmRequest, *, rounding: CoreRounding = NOT_ROUNDED) -> JobShape:
     """The units × per_unit view of a Slurm request (see the module docstring).
 
-    ``threads``: hardware threads per core when Slurm allocates whole cores on the
-    job's nodes (``WholeCores.for_job``), else 1.
+    ``rounding``: how Slurm rounds CPUs to whole cores on the job's nodes
+    (``WholeCores.for_job``).
     """
     tasks = max(req.tasks, 1)
     nodes = max(req.node_count, 1)
     cpus = max(req.cpus, 1)
     per_task_cpus = req.cpus_per_task or max(1, cpus // tasks)
+    if req.tasks_per_core == 1:
+        rounding = CoreRounding(rounding.threads, core_per_task=True)
     per_node_only = bool(req.gres_per_node) or req.mem_per_node is not None
     if tasks == 1 or req.max_nodes == 1 or (nodes == 1 and per_node_only):
-        cpus = whole_cores(cpus, threads)
-        whole: Amounts = {"cpu": cpus}
+        held = rounding.on_node(cpus, tasks, per_task_cpus)
+        whole: Amounts = {"cpu": held}
         if req.mem_per_cpu:
-            whole["mem"] = req.mem_per_cpu * cpus
+            whole["mem"] = req.mem_per_cpu * held
         elif req.mem_per_node:
             whole["mem"] = req.mem_per_node
         _add(whole, req.gres_per_node, lambda count: count)
         _add(whole, req.gres_per_task, lambda count: count * tasks)
         _add(whole, req.gres_per_job, lambda count: count)
-        return JobShape(units=1, per_unit=whole, single_node=True)
+        return JobShape(units=1, per_unit=whole, single_node=True, asked_cpus=cpus)
     if nodes > 1 and (per_node_only or req.max_nodes == nodes):
-        node_cpus = whole_cores(math.ceil(cpus / nodes), threads)
+        node_cpus = rounding.on_node(
+            math.ceil(cpus / nodes), math.ceil(tasks / nodes), per_task_cpus
+        )
         share: Amounts = {"cpu": node_cpus}
         if req.mem_per_node:
             share["mem"] = req.mem_per_node
@@ -112,50 +136,89 @@ def job_shape(req: SlurmRequest, *, threads: int = 1) -> JobShape:
         _add(share, req.gres_per_node, lambda count: count)
         _add(share, req.gres_per_task, lambda count: math.ceil(count * tasks / nodes))
         _add(share, req.gres_per_job, lambda count: math.ceil(count / nodes))
-        return JobShape(units=nodes, per_unit=share, one_unit_per_node=True)
-    # tasks per unit: the fewest that fill whole cores (1 without hardware threads)
-    group = threads // math.gcd(per_task_cpus, threads)
+        return JobShape(units=nodes, per_unit=share, one_unit_per_node=True, asked_cpus=cpus)
+    group, unit_cpus = _task_unit(req, tasks, per_task_cpus, rounding)
     units = -(-tasks // group)
-    unit: Amounts = {"cpu": per_task_cpus * group}
+    unit: Amounts = {"cpu": unit_cpus}
     if req.mem_per_cpu:
-        unit["mem"] = req.mem_per_cpu * unit["cpu"]
+        unit["mem"] = req.mem_per_cpu * unit_cpus
     elif req.mem_per_node:
         unit["mem"] = math.ceil(req.mem_per_node / tasks) * group
-    _add(unit, req.gres_per_task, lambda count: count * group)
+    _add(unit, req.gres_per_task, lambda count: count)
     _add(unit, req.gres_per_job, lambda count: math.ceil(count / units))
-    return JobShape(units=units, per_unit=unit, tasks_per_unit=group)
+    return JobShape(units=units, per_unit=unit, tasks_per_unit=group, asked_cpus=cpus)
+
+
+def _task_unit(
+    req: SlurmRequest, tasks: int, per_task: int, rounding: CoreRounding
+) -> tuple[int, int]:
+    """(tasks per unit, CPUs per unit) of a task job.
+
+    A unit is the fewest tasks that fill whole cores (two one-CPU tasks on two-thread
+    cores), which Slurm allocates exactly. Where such units would break the job's own
+    rules (GRES per task, ``--ntasks-per-node`` not a whole number of units, fewer units
+    than its least node count) or each task has cores of its own, a unit is one task on
+    whole cores: never less than Slurm allocates, at times more.
+    """
+    threads = rounding.threads
+    group = threads // math.gcd(per_task, threads)
+    if group == 1:
+        return 1, whole_cores(per_task, threads)
+    grouped_fits = (
+        not rounding.core_per_task
+        and not req.gres_per_task
+        and (req.tasks_per_node is None or req.tasks_per_node % group == 0)
+        and -(-tasks // group) >= req.node_count
+    )
+    if grouped_fits:
+        return group, per_task * group
+    return 1, whole_cores(per_task, threads)
 
 
 @dataclass(frozen=True, slots=True)
 class WholeCores:
-    """Where Slurm allocates whole cores of several hardware threads, read from the
-    nodes and ``SelectTypeParameters`` (``CR_CPU`` hands out single threads)."""
+    """Where Slurm allocates whole cores of several hardware threads: under
+    ``select/cons_tres`` (or ``cons_res``) with ``CR_Core…``. Under ``CR_CPU`` it hands
+    out single threads; ``CR_Socket`` (whole sockets) and ``select/linear`` (whole
+    nodes) are not modelled: nothing is rounded there."""
 
     node_threads: Mapping[str, int] = field(default_factory=dict)
-    """Node → hardware threads per core."""
+    """Node → hardware threads per core (running jobs are read in cores)."""
     partition_threads: Mapping[str, int] = field(default_factory=dict)
     """Partition → threads per core a job there is rounded to; 1 where its nodes differ
     (a shape cannot follow two roundings)."""
+    core_per_task: bool = False
+    """``CR_ONE_TASK_PER_CORE``: every task has cores of its own."""
 
     @classmethod
-    def of(cls, nodes: Mapping[str, NodeView], select_parameters: str) -> WholeCores:
-        threads = {name: node.cpus_per_core for name, node in nodes.items()}
-        if "CR_CPU" in select_parameters.upper():
-            return cls(threads, {})
+    def of(cls, nodes: Mapping[str, NodeView], config: Mapping[str, str]) -> WholeCores:
+        """From the nodes read and ``scontrol show config``'s values."""
+        select = config.get("SelectType", "")
+        parameters = config.get("SelectTypeParameters", "").upper()
+        if "cons_" not in select or "CR_CORE" not in parameters:
+            return cls()
         seen: dict[str, set[int]] = {}
         for node in nodes.values():
             for partition in node.partitions:
                 seen.setdefault(partition, set()).add(node.cpus_per_core)
-        return cls(threads, {p: min(t) if len(t) == 1 else 1 for p, t in seen.items()})
+        return cls(
+            node_threads={name: node.cpus_per_core for name, node in nodes.items()},
+            partition_threads={p: min(t) if len(t) == 1 else 1 for p, t in seen.items()},
+            core_per_task="CR_ONE_TASK_PER_CORE" in parameters,
+        )
 
-    def for_job(self, partition: str) -> int:
-        """Threads per core a job of ``partition`` (Slurm's ``a,b`` list) is shaped in."""
-        found = {self.partition_threads.get(p, 1) for p in partition.split(",")}
-        return found.pop() if len(found) == 1 else 1
+    def for_job(self, partition: str) -> CoreRounding:
+        """How a job of ``partition`` (Slurm's ``a,b`` list) is rounded; partitions the
+        bridge does not manage are not looked at."""
+        found = {
+            self.partition_threads[p] for p in partition.split(",") if p in self.partition_threads
+        }
+        threads = found.pop() if len(found) == 1 else 1
+        return CoreRounding(threads, self.core_per_task and threads > 1)
 
 
 NO_THREADS = WholeCores()
-"""One thread per core everywhere: no rounding."""
+"""Nothing rounded (one thread per core everywhere, or single threads handed out)."""
 
 
 def _add(amounts: Amounts, gres: Amounts, share: Callable[[int], int]) -> None:

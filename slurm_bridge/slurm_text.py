@@ -238,8 +238,9 @@ def parse_jobs(
             gres_per_node=parse_gres(row["tres-per-node"]),
             gres_per_task=parse_gres(row["tres-per-task"]),
             gres_per_job=parse_gres(row["tres-per-job"]),
+            tasks_per_node=extra.rules.tasks_per_node,
         )
-        shape = job_shape(request, threads=cores.for_job(row["Partition"]))
+        shape = job_shape(request, rounding=cores.for_job(row["Partition"]))
         state = job_state(row["State"])
         limit_min = time_limit_minutes(row["TimeLimit"])
         if limit_min is None:

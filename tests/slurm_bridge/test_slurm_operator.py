@@ -68,7 +68,7 @@ def backend_as(user: str) -> SlurmBackend:
 def test_an_operator_account_does_all_the_bridge_does(operator_testbed: Testbed) -> None:
     bed = operator_testbed
     backend = backend_as(OPERATOR)
-    job = bed.sbatch("-J", "pinned", "-n", "5", "-t", "2", script="sleep 4")
+    job = bed.sbatch("-J", "pinned", "-n", "5", "-t", "2", script="sleep 60")
     bed.wait_visible([job])
     view = backend.read_state().job(job)  # squeue, sinfo, sacctmgr, sshare as the operator
     assert view is not None and view.held_for_us and view.user == "root"
@@ -89,7 +89,8 @@ def test_an_operator_account_does_all_the_bridge_does(operator_testbed: Testbed)
     backend.hold(later, unpin=True)
     assert bed.job(later)["priority"] == "0"
 
-    bed.wait_state(job, {"COMPLETED"}, timeout_s=30)
+    bed.run("scancel", job)
+    bed.wait_state(job, {"CANCELLED"}, timeout_s=30)
     # Not from the jobcomp file: `sacct -c` opens it for appending, which only root may;
     # from slurmdbd, which has the job a few seconds after it ends.
     deadline = time.monotonic() + 30
@@ -110,4 +111,10 @@ def test_a_plain_account_cannot_start_or_extend_others_jobs(operator_testbed: Te
     pin = ExactSplit(user="root", cores={"node1": 1, "node2": 1}, partition="batch", limit_s=60)
     with pytest.raises(CommandError):
         plain.start(job, {"node1": 1, "node2": 1}, exact=pin)
+    with pytest.raises(CommandError):
+        plain.release_to_native(job)
     assert bed.job(job)["priority"] == "0"  # still held for cpsched
+    running = bed.sbatch("-p", "shadowq", "-n", "1", script="sleep 30")  # Slurm's own
+    wait_running(bed, running)
+    with pytest.raises(CommandError):
+        plain.hold(running, unpin=False)

@@ -19,7 +19,13 @@ from cpsched.slurm_bridge.slurm_common import (
     time_limit_minutes,
 )
 from cpsched.slurm_bridge.slurm_json import parse_jobs, parse_nodes
-from cpsched.slurm_bridge.slurm_shape import SlurmRequest, WholeCores, job_shape, parse_gres
+from cpsched.slurm_bridge.slurm_shape import (
+    CoreRounding,
+    SlurmRequest,
+    WholeCores,
+    job_shape,
+    parse_gres,
+)
 from cpsched.slurm_bridge.slurm_text import job_extras
 from cpsched.slurm_bridge.slurm_text import parse_jobs as parse_text_jobs
 from cpsched.slurm_bridge.slurm_text import parse_nodes as parse_text_nodes
@@ -250,7 +256,10 @@ def test_running_units_always_sum_to_the_job_and_are_positive() -> None:
     assert sum(odd.values()) == 4 and min(odd.values()) > 0
 
 
-def _ht_jobs(select: str = "CR_CORE_MEMORY") -> dict[str, JobView]:
+CORE_SELECT = {"SelectType": "select/cons_tres", "SelectTypeParameters": "CR_CORE_MEMORY"}
+
+
+def _ht_jobs(config: dict[str, str] = CORE_SELECT) -> dict[str, JobView]:
     """Jobs recorded on 2-core, 2-thread nodes (``ThreadsPerCore=2``, ``CR_Core_Memory``):
     five (``-n 5``, running on node1 + node2), one (``-n 1``, running on node2), three
     (``-n 3``, held) and memcpu (``-n 2 --mem-per-cpu=100``, held)."""
@@ -261,7 +270,7 @@ def _ht_jobs(select: str = "CR_CORE_MEMORY") -> dict[str, JobView]:
         partitions=[],
         partition_max={},
         unlimited_s=60,
-        cores=WholeCores.of(nodes, select),
+        cores=WholeCores.of(nodes, config),
     )
     return {j.name: j for j in jobs}
 
@@ -274,15 +283,43 @@ def test_jobs_on_two_thread_nodes_are_shaped_in_the_whole_cores_slurm_allocates(
     five = jobs["five"].shape
     assert (five.units, five.per_unit["cpu"], five.tasks_per_unit) == (3, 2, 2)
     assert jobs["five"].allocation == {"node1": 2, "node2": 1}
-    assert (jobs["three"].shape.units, jobs["three"].shape.per_unit["cpu"]) == (2, 2)
+    three = jobs["three"].shape
+    assert (three.units, three.per_unit["cpu"], three.cpus_asked) == (2, 2, 3)
     assert jobs["memcpu"].shape.per_unit == {"cpu": 2, "mem": 200}
     assert jobs["memcpu"].shape.units == 1
 
 
-def test_single_threads_are_not_rounded_under_cr_cpu() -> None:
-    jobs = _ht_jobs("CR_CPU_MEMORY")
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"SelectType": "select/cons_tres", "SelectTypeParameters": "CR_CPU_MEMORY"},
+        {"SelectType": "select/cons_tres", "SelectTypeParameters": "CR_SOCKET_MEMORY"},
+        {"SelectType": "select/linear", "SelectTypeParameters": "CR_MEMORY"},
+        {},  # scontrol show config unreadable
+    ],
+)
+def test_nothing_is_rounded_unless_slurm_hands_out_whole_cores(config: dict[str, str]) -> None:
+    jobs = _ht_jobs(config)
     assert (jobs["three"].shape.units, jobs["three"].shape.per_unit["cpu"]) == (3, 1)
-    assert (jobs["five"].shape.units, jobs["five"].shape.per_unit["cpu"]) == (5, 1)
+    # running: its 2 + 1 cores are read as CPUs (threads not multiplied in)
+    assert jobs["five"].allocation == {"node1": 4, "node2": 1}
+
+
+def _request(tasks: int, per_task: int, **fields: object) -> SlurmRequest:
+    values: dict = {
+        "cpus": tasks * per_task,
+        "tasks": tasks,
+        "node_count": 1,
+        "max_nodes": 0,
+        "cpus_per_task": per_task,
+        "mem_per_cpu": None,
+        "mem_per_node": None,
+        "gres_per_node": {},
+        "gres_per_task": {},
+        "gres_per_job": {},
+        **fields,
+    }
+    return SlurmRequest(**values)
 
 
 @pytest.mark.parametrize(
@@ -299,29 +336,53 @@ def test_single_threads_are_not_rounded_under_cr_cpu() -> None:
 def test_task_units_fill_whole_cores(
     tasks: int, per_task: int, threads: int, units: int, unit_cpus: int
 ) -> None:
-    req = SlurmRequest(
-        cpus=tasks * per_task,
-        tasks=tasks,
-        node_count=1,
-        max_nodes=0,
-        cpus_per_task=per_task,
-        mem_per_cpu=None,
-        mem_per_node=None,
-        gres_per_node={},
-        gres_per_task={},
-        gres_per_job={},
-    )
-    shape = job_shape(req, threads=threads)
+    shape = job_shape(_request(tasks, per_task), rounding=CoreRounding(threads))
     assert (shape.units, shape.per_unit["cpu"]) == (units, unit_cpus)
     assert shape.units * shape.per_unit["cpu"] >= tasks * per_task
     assert shape.per_unit["cpu"] % threads == 0
 
 
-def test_a_partition_of_nodes_with_different_threads_is_not_rounded() -> None:
-    def node(name: str, threads: int) -> NodeView:
-        return NodeView(name, {"cpu": 4}, {}, "up", partitions=("mixed",), cpus_per_core=threads)
+@pytest.mark.parametrize(
+    ("fields", "units", "unit_cpus", "per_node"),
+    [
+        # -N 4-5 -n 6: 3 pairs could not cover 4 nodes; a core per task
+        ({"node_count": 4, "max_nodes": 5}, 6, 2, None),
+        # --ntasks-per-node=3 is no whole number of pairs
+        ({"tasks_per_node": 3}, 6, 2, 3),
+        # --ntasks-per-node=2 is one pair per node
+        ({"tasks_per_node": 2}, 3, 2, 1),
+        # a GPU per task: a pair would ask two GPUs of one node
+        ({"gres_per_task": {"gpu": 1}}, 6, 2, None),
+        # --ntasks-per-core=1: every task on a core of its own
+        ({"tasks_per_core": 1}, 6, 2, None),
+    ],
+)
+def test_tasks_are_not_paired_where_pairs_break_the_jobs_rules(
+    fields: dict, units: int, unit_cpus: int, per_node: int | None
+) -> None:
+    shape = job_shape(_request(6, 1, **fields), rounding=CoreRounding(2))
+    assert (shape.units, shape.per_unit["cpu"]) == (units, unit_cpus)
+    assert shape.per_unit.get("gpu", 0) == fields.get("gres_per_task", {}).get("gpu", 0)
+    if per_node is not None:
+        assert shape.units_of_tasks(fields["tasks_per_node"]) == per_node
 
-    cores = WholeCores.of({"a": node("a", 2), "b": node("b", 1)}, "CR_Core")
-    assert cores.for_job("mixed") == 1
-    even = WholeCores.of({"a": node("a", 2), "b": node("b", 2)}, "CR_Core")
-    assert even.for_job("mixed") == 2 and even.for_job("mixed,other") == 1
+
+def test_one_task_per_core_site_wide_gives_each_task_its_cores() -> None:
+    nodes = parse_nodes(load("ht_sinfo.json"), [])
+    config = {**CORE_SELECT, "SelectTypeParameters": "CR_CORE_MEMORY,CR_ONE_TASK_PER_CORE"}
+    rounding = WholeCores.of(nodes, config).for_job("batch")
+    assert rounding == CoreRounding(2, core_per_task=True)
+    single = job_shape(_request(3, 1, max_nodes=1), rounding=rounding)
+    assert single.per_unit["cpu"] == 6  # three cores, not two
+
+
+def test_a_partition_of_nodes_with_different_threads_is_not_rounded() -> None:
+    def node(name: str, partition: str, threads: int) -> NodeView:
+        return NodeView(name, {"cpu": 4}, {}, "up", partitions=(partition,), cpus_per_core=threads)
+
+    mixed = WholeCores.of({"a": node("a", "p", 2), "b": node("b", "p", 1)}, CORE_SELECT)
+    assert mixed.for_job("p").threads == 1
+    even = WholeCores.of({"a": node("a", "p", 2), "b": node("b", "q", 1)}, CORE_SELECT)
+    assert even.for_job("p").threads == 2
+    assert even.for_job("p,q").threads == 1  # the two partitions round differently
+    assert even.for_job("p,unmanaged").threads == 2  # a partition not read is not looked at

@@ -7,8 +7,8 @@
 #     ones and icelake on even ones; gpu1..: 8 CPUs 8000 MB gpu:2, features ampere,ib);
 #     partitions batch (default) and shadowq over all nodes, cpu (node*, MaxTime 120 min)
 #     and gpu (gpu*, MaxTime 60 min, MaxNodes 1)
-#   THREADS=2: CPU nodes as 1 socket x 2 cores x 2 threads (still 4 CPUs), as on a
-#     site with hyper-threading (default 1: 4 cores of one thread)
+#   THREADS=2: nodes of 2 hardware threads per core, same CPU counts (node*: 2 cores,
+#     gpu*: 4 cores), as on a site with hyper-threading (default 1: one thread per core)
 #   CTLD_PORT / SLURMD_BASE_PORT: ports (the fixture picks free ones)
 #   KIT_DIR: the bridge's kit (slurm_bridge/kit) to install: its job_submit.lua (holding
 #     every job but those of partition shadowq, left to Slurm) and its cpsched-wake as
@@ -96,16 +96,23 @@ CPU_PARTITION=""; GPU_PARTITION=""
 [ "$CPU_NODES" -gt 0 ] && CPU_PARTITION="PartitionName=cpu Nodes=node[1-$CPU_NODES] DefaultTime=10 MaxTime=120 State=UP"
 [ "$GPU_NODES" -gt 0 ] && GPU_PARTITION="PartitionName=gpu Nodes=gpu[1-$GPU_NODES] DefaultTime=10 MaxTime=60 MaxNodes=1 State=UP"
 NODES=(); NODELINES=""; port=$SLURMD_BASE_PORT
-CPU_LAYOUT="CPUs=4"
-[ "$THREADS" -gt 1 ] && CPU_LAYOUT="CPUs=4 Sockets=1 CoresPerSocket=$((4 / THREADS)) ThreadsPerCore=$THREADS"
+[ "$THREADS" -ge 1 ] && [ $((4 % THREADS)) -eq 0 ] \
+  || die "THREADS=$THREADS: it must divide the nodes' 4 and 8 CPUs"
+layout() {  # the CPUs= of a node of $1 CPUs, in cores of $THREADS threads
+  if [ "$THREADS" -gt 1 ]; then
+    echo "CPUs=$1 Sockets=1 CoresPerSocket=$(($1 / THREADS)) ThreadsPerCore=$THREADS"
+  else
+    echo "CPUs=$1"
+  fi
+}
 for i in $(seq 1 "$CPU_NODES"); do
   NODES+=("node$i")
-  NODELINES+="NodeName=node$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port $CPU_LAYOUT RealMemory=4000 Features=$( ((i % 2)) && echo skylake,ib || echo icelake ) State=UNKNOWN"$'\n'
+  NODELINES+="NodeName=node$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port $(layout 4) RealMemory=4000 Features=$( ((i % 2)) && echo skylake,ib || echo icelake ) State=UNKNOWN"$'\n'
   port=$((port + 1))
 done
 for i in $(seq 1 "$GPU_NODES"); do
   NODES+=("gpu$i")
-  NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=8 RealMemory=8000 Gres=gpu:2 Features=ampere,ib State=UNKNOWN"$'\n'
+  NODELINES+="NodeName=gpu$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port $(layout 8) RealMemory=8000 Gres=gpu:2 Features=ampere,ib State=UNKNOWN"$'\n'
   port=$((port + 1))
 done
 PRIORITY_LINES="PriorityType=priority/basic"
