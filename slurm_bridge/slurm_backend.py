@@ -171,7 +171,7 @@ class SlurmBackend:
             self.runner.run(slurm_text.sinfo_argv(self._cmd("sinfo"))), self.partitions
         )
         extras = slurm_text.job_extras(
-            self.runner.run([self._cmd("scontrol"), "-o", "show", "job"], env=EPOCH_TIMES)
+            self.runner.run([self._cmd("scontrol"), "-o", "-d", "show", "job"], env=EPOCH_TIMES)
         )
         jobs = slurm_text.parse_jobs(
             self.runner.run(slurm_text.squeue_argv(self._cmd("squeue")), env=EPOCH_TIMES),

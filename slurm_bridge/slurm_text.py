@@ -102,10 +102,13 @@ class JobExtras:
     mem_per_node: int | None = None
     max_nodes: int = 0  # 0: not limited ("NumNodes=1"); "NumNodes=2-2" gives 2
     rules: JobRules = field(default_factory=JobRules)
+    cpus_by_node: dict[str, int] = field(default_factory=dict)
+    """CPUs a running job holds on each node (``-d``'s ``Nodes=… CPU_IDs=…``)."""
 
 
 def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
-    """``scontrol -o show job`` → job id → AdminComment and memory request."""
+    """``scontrol -o -d show job`` → job id → AdminComment, memory request, rules and the
+    CPUs a running job holds per node."""
     found: dict[str, JobExtras] = {}
     for line in scontrol_show_job.splitlines():
         job = re.match(r"^JobId=(\d+)", line)
@@ -123,8 +126,24 @@ def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
             mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
             max_nodes=int(node_range.group(1)) if node_range else 0,
             rules=_rules(line),
+            cpus_by_node=_cpus_by_node(line),
         )
     return found
+
+
+def _cpus_by_node(line: str) -> dict[str, int]:
+    """``Nodes=node[1-2] CPU_IDs=0-3,6`` pairs → node → CPU count (5 each here)."""
+    counts: dict[str, int] = {}
+    for nodes, ids in re.findall(r"\sNodes=(\S+) CPU_IDs=(\S+)", line):
+        count = 0
+        for part in ids.split(","):
+            low, _, high = part.partition("-")
+            if not low.isdigit() or not (high or low).isdigit():
+                return {}  # not understood: the even share is used
+            count += int(high or low) - int(low) + 1
+        for name in hostlist.expand(nodes):
+            counts[name] = count
+    return counts
 
 
 def _value(line: str, key: str) -> str:
@@ -267,7 +286,9 @@ def parse_jobs(
                 ending=is_ending(row["State"]),
                 start=_epoch(row["StartTime"]) if state != "pending" else None,
                 end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
-                allocation=units_on_nodes(shape, dict.fromkeys(nodes, cpus_each))
+                allocation=units_on_nodes(
+                    shape, extra.cpus_by_node or dict.fromkeys(nodes, cpus_each)
+                )
                 if state == "running"
                 else {},
                 required_nodes=tuple(hostlist.expand(row["ReqNodes"])),

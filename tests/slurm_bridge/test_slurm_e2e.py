@@ -307,10 +307,14 @@ def test_08_json_text_and_slurmrestd_sources_read_the_same_state(
     bed = slurm_testbed
     a = bed.sbatch("-J", "src a", "-c", "2", script="sleep 30")
     b = bed.sbatch("-J", "src b", "-n", "3", "--mem-per-cpu=100", script="sleep 30")
-    bed.wait_visible([a, b])
+    # Slurm fills one node first (8 + 2 or 4 + 6), which an even share would misread
+    c = bed.sbatch("-J", "src c", "-n", "10", script="sleep 30")
+    bed.wait_visible([a, b, c])
     bed.run("scontrol", "update", f"JobId={a}", "NodeList=node2")
-    bed.run("scontrol", "release", a)
+    bed.run("scontrol", "update", f"JobId={c}", "NodeList=node1,gpu1")
+    bed.run("scontrol", "release", f"{a},{c}")
     assert bed.wait_state(a, {"RUNNING"})["state"] == "RUNNING"
+    assert bed.wait_state(c, {"RUNNING"})["state"] == "RUNNING"
     views = {}
     for source in ("json", "text", "rest"):
         settings = BridgeSettings(
@@ -328,12 +332,15 @@ def test_08_json_text_and_slurmrestd_sources_read_the_same_state(
             {
                 j.id: (j.state, j.held_for_us, j.shape, j.allocation, j.time_limit_s, j.name)
                 for j in state.jobs
-                if j.id in {a, b}
+                if j.id in {a, b, c}
             },
         )
+    spread = views["json"][1][c][3]
+    assert set(spread) == {"node1", "gpu1"} and sum(spread.values()) == 10
+    assert spread["node1"] != spread["gpu1"]
     assert views["json"] == views["text"] == views["rest"]
-    bed.run("scancel", a, b)
+    bed.run("scancel", a, b, c)
     note(
         f"state sources: json, text (-O) and slurmrestd agree on {len(views['json'][0])} "
-        "nodes and 2 jobs (one running, one held)"
+        "nodes and 3 jobs (two running, one on two nodes unevenly, one held)"
     )

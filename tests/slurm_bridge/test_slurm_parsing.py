@@ -386,3 +386,11 @@ def test_a_partition_of_nodes_with_different_threads_is_not_rounded() -> None:
     assert even.for_job("p").threads == 2
     assert even.for_job("p,q").threads == 1  # the two partitions round differently
     assert even.for_job("p,unmanaged").threads == 2  # a partition not read is not looked at
+
+
+def test_scontrol_details_give_each_nodes_cpus() -> None:
+    """``scontrol -o -d show job`` lines recorded in a live run (jobs 44 and 51)."""
+    extras = job_extras((FIX / "scontrol_show_job_d.txt").read_text())
+    assert extras["44"].cpus_by_node == {"gpu1": 8, "gpu2": 8}
+    assert extras["51"].cpus_by_node == {"node4": 2, "node5": 2}
+    assert job_extras("JobId=9 JobName=x NumNodes=1\n")["9"].cpus_by_node == {}
