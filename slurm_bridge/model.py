@@ -50,8 +50,9 @@ class JobShape:
     """Tasks a unit of a task job stands for: more than one where Slurm allocates whole
     cores of several threads (``slurm_shape.job_shape``)."""
     asked_cpus: int | None = None
-    """CPUs the job asked for, where its units hold more (whole cores): Slurm's job-size
-    priority counts these. None: units × per-unit CPUs."""
+    """CPUs the job asked for, where its units may hold more (whole cores): Slurm's
+    job-size priority of a pending job counts these (once it runs, Slurm reports the
+    CPUs allocated). None: units × per-unit CPUs."""
 
     @property
     def cpus_asked(self) -> int:

@@ -156,3 +156,13 @@ def memory_mib(text: str | None) -> int | None:
         raise StateParseError(f"cannot read memory {text!r}")
     scale = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[match.group(2)]
     return max(1, round(float(match.group(1)) * scale))
+
+
+NO_VAL16 = 0xFFFE
+"""Slurm's 16-bit "not set" (``NO_VAL16``); 0xFFFF is ``INFINITE16``."""
+
+
+def set_count(value: int | None) -> int | None:
+    """A per-node or per-core task count as Slurm reports it; None when not set (0, or
+    its 16-bit "not set" and "infinite" values)."""
+    return value if value is not None and 0 < value < NO_VAL16 else None

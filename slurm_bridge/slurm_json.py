@@ -10,9 +10,15 @@ from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.eligibility import slurm_blocked
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
-from cpsched.slurm_bridge.slurm_common import is_ending, job_state, memory_mib, node_state
+from cpsched.slurm_bridge.slurm_common import (
+    is_ending,
+    job_state,
+    memory_mib,
+    node_state,
+    set_count,
+)
 from cpsched.slurm_bridge.slurm_shape import (
-    NO_THREADS,
+    NO_WHOLE_CORES,
     SlurmRequest,
     WholeCores,
     job_shape,
@@ -122,7 +128,7 @@ def parse_job(
     tag: str,
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
-    cores: WholeCores = NO_THREADS,
+    cores: WholeCores = NO_WHOLE_CORES,
 ) -> JobView:
     """One job of ``squeue --json``; ``cores`` says where Slurm allocates whole cores."""
     state = job_state(str(raw.get("job_state", "")))
@@ -137,8 +143,8 @@ def parse_job(
         gres_per_node=parse_gres(raw.get("tres_per_node")),
         gres_per_task=parse_gres(raw.get("tres_per_task")),
         gres_per_job=parse_gres(raw.get("tres_per_job")),
-        tasks_per_node=_int(raw.get("tasks_per_node")) or None,
-        tasks_per_core=_int(raw.get("tasks_per_core")) or None,
+        tasks_per_node=set_count(_int(raw.get("tasks_per_node"))),
+        tasks_per_core=set_count(_int(raw.get("tasks_per_core"))),
     )
     partition = str(raw.get("partition") or "")
     shape = job_shape(request, rounding=cores.for_job(partition))
@@ -184,7 +190,7 @@ def parse_jobs(
     partitions: list[str],
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
-    cores: WholeCores = NO_THREADS,
+    cores: WholeCores = NO_WHOLE_CORES,
 ) -> list[JobView]:
     """Jobs of ``squeue --json`` in the wanted partitions; pending array meta-records skipped."""
     try:

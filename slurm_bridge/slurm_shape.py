@@ -11,16 +11,18 @@ started exactly by pinning a node list:
 * **tasks** (``-n k`` free to spread): a unit is one task; any node set works, Slurm
   distributes the tasks over the pinned nodes itself.
 
-On nodes with several hardware threads per core, Slurm's core-based selection
-(``CR_Core``, ``CR_Socket``) gives a job whole cores on each node: ``ceil(CPUs on the node
-/ threads) × threads`` CPUs (a one-CPU job holds two on two-thread nodes, and its memory
-per CPU is counted on both). A shape is then made of whole cores, so that what the
-service decides is what Slurm allocates: the single-node request and the per-node share
-are rounded up to whole cores, and tasks are grouped so that one unit fills whole cores
-(``threads / gcd(CPUs per task, threads)`` tasks per unit, e.g. two one-CPU tasks per
-unit on two-thread nodes). Grouping is exact when a partial last unit still takes a
-whole unit's cores (CPUs per task divides the threads, the usual case); otherwise the
-shape holds a little more than Slurm will allocate, and the read-back reports it.
+On nodes with several hardware threads per core, Slurm's core selection
+(``select/cons_tres`` with ``CR_Core…``) gives a job whole cores on each node:
+``ceil(CPUs on the node / threads) × threads`` CPUs (a one-CPU job holds two on
+two-thread nodes, and its memory per CPU is counted on both). A shape is then made of
+whole cores, so that what the service decides is what Slurm allocates: the single-node
+request and the per-node share are rounded up to whole cores, and tasks are grouped so
+that one unit fills whole cores (``threads / gcd(CPUs per task, threads)`` tasks per
+unit, e.g. two one-CPU tasks per unit on two-thread nodes). Where a group would break
+the job's own rules, a unit is one task on whole cores (``_task_unit``). Either way the
+shape never holds less than Slurm allocates; it holds more where a partial group or a
+lone task leaves a thread idle, which the read-back reports. ``docs/bridge.md`` lists
+what is not modelled (``CR_Socket``, ``--hint=nomultithread``).
 """
 
 from __future__ import annotations
@@ -183,7 +185,8 @@ class WholeCores:
     nodes) are not modelled: nothing is rounded there."""
 
     node_threads: Mapping[str, int] = field(default_factory=dict)
-    """Node → hardware threads per core (running jobs are read in cores)."""
+    """Node → hardware threads per core: ``squeue --json`` lists a running job's cores,
+    read as cores × threads CPUs, as ``scontrol -d``'s ``CPU_IDs`` count them."""
     partition_threads: Mapping[str, int] = field(default_factory=dict)
     """Partition → threads per core a job there is rounded to; 1 where its nodes differ
     (a shape cannot follow two roundings)."""
@@ -193,16 +196,17 @@ class WholeCores:
     @classmethod
     def of(cls, nodes: Mapping[str, NodeView], config: Mapping[str, str]) -> WholeCores:
         """From the nodes read and ``scontrol show config``'s values."""
+        threads = {name: node.cpus_per_core for name, node in nodes.items()}
         select = config.get("SelectType", "")
         parameters = config.get("SelectTypeParameters", "").upper()
         if "cons_" not in select or "CR_CORE" not in parameters:
-            return cls()
+            return cls(node_threads=threads)
         seen: dict[str, set[int]] = {}
         for node in nodes.values():
             for partition in node.partitions:
                 seen.setdefault(partition, set()).add(node.cpus_per_core)
         return cls(
-            node_threads={name: node.cpus_per_core for name, node in nodes.items()},
+            node_threads=threads,
             partition_threads={p: min(t) if len(t) == 1 else 1 for p, t in seen.items()},
             core_per_task="CR_ONE_TASK_PER_CORE" in parameters,
         )
@@ -217,8 +221,8 @@ class WholeCores:
         return CoreRounding(threads, self.core_per_task and threads > 1)
 
 
-NO_THREADS = WholeCores()
-"""Nothing rounded (one thread per core everywhere, or single threads handed out)."""
+NO_WHOLE_CORES = WholeCores()
+"""Nothing rounded and one thread per core read everywhere."""
 
 
 def _add(amounts: Amounts, gres: Amounts, share: Callable[[int], int]) -> None:

@@ -20,10 +20,11 @@ from cpsched.slurm_bridge.slurm_common import (
     job_state,
     memory_mib,
     node_state,
+    set_count,
     time_limit_minutes,
 )
 from cpsched.slurm_bridge.slurm_shape import (
-    NO_THREADS,
+    NO_WHOLE_CORES,
     SlurmRequest,
     WholeCores,
     job_shape,
@@ -104,6 +105,7 @@ class JobExtras:
     rules: JobRules = field(default_factory=JobRules)
     cpus_by_node: dict[str, int] = field(default_factory=dict)
     """CPUs a running job holds on each node (``-d``'s ``Nodes=… CPU_IDs=…``)."""
+    tasks_per_core: int | None = None  # --ntasks-per-core
 
 
 def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
@@ -127,8 +129,15 @@ def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
             max_nodes=int(node_range.group(1)) if node_range else 0,
             rules=_rules(line),
             cpus_by_node=_cpus_by_node(line),
+            tasks_per_core=_per_core(line),
         )
     return found
+
+
+def _per_core(line: str) -> int | None:
+    """``NtasksPerN:B:S:C=0:0:*:1`` → 1 (``--ntasks-per-core``); None when not set."""
+    per_core = _value(line, "NtasksPerN:B:S:C").split(":")[-1]
+    return set_count(int(per_core)) if per_core.isdigit() else None
 
 
 def _cpus_by_node(line: str) -> dict[str, int]:
@@ -165,7 +174,7 @@ def _rules(line: str) -> JobRules:
         exclusive=_value(line, "OverSubscribe") in {"NO", "USER", "MCS"},
         min_nodes=low if low > 1 else None,
         max_nodes=int(nodes.group(2)) if nodes and nodes.group(2) else None,
-        tasks_per_node=int(per_node) if per_node.isdigit() and int(per_node) > 0 else None,
+        tasks_per_node=set_count(int(per_node)) if per_node.isdigit() else None,
         reservation=_value(line, "Reservation"),
         dependency=_value(line, "Dependency"),
         begin=int(begin) if begin.isdigit() else None,
@@ -225,7 +234,7 @@ def parse_jobs(
     partitions: list[str],
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
-    cores: WholeCores = NO_THREADS,
+    cores: WholeCores = NO_WHOLE_CORES,
 ) -> list[JobView]:
     """``squeue -O`` lines (run with ``SLURM_TIME_FORMAT=%s``) → jobs; ``cores`` says
     where Slurm allocates whole cores."""
@@ -258,6 +267,7 @@ def parse_jobs(
             gres_per_task=parse_gres(row["tres-per-task"]),
             gres_per_job=parse_gres(row["tres-per-job"]),
             tasks_per_node=extra.rules.tasks_per_node,
+            tasks_per_core=extra.tasks_per_core,
         )
         shape = job_shape(request, rounding=cores.for_job(row["Partition"]))
         state = job_state(row["State"])
@@ -287,7 +297,9 @@ def parse_jobs(
                 start=_epoch(row["StartTime"]) if state != "pending" else None,
                 end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
                 allocation=units_on_nodes(
-                    shape, extra.cpus_by_node or dict.fromkeys(nodes, cpus_each)
+                    shape,
+                    held_per_node(extra.cpus_by_node, nodes, _num(row["NumCPUs"]))
+                    or dict.fromkeys(nodes, cpus_each),
                 )
                 if state == "running"
                 else {},
@@ -296,3 +308,14 @@ def parse_jobs(
             )
         )
     return jobs
+
+
+def held_per_node(
+    cpus_by_node: dict[str, int], nodes: list[str], total: int | None
+) -> dict[str, int]:
+    """The per-node CPUs read from ``scontrol -d`` when they are the job's own: on the
+    nodes squeue lists and adding up to its CPU count (a job name can hold any text,
+    ``Nodes=… CPU_IDs=…`` included); {} otherwise."""
+    if set(cpus_by_node) != set(nodes) or sum(cpus_by_node.values()) != total:
+        return {}
+    return cpus_by_node

@@ -301,8 +301,8 @@ def test_jobs_on_two_thread_nodes_are_shaped_in_the_whole_cores_slurm_allocates(
 def test_nothing_is_rounded_unless_slurm_hands_out_whole_cores(config: dict[str, str]) -> None:
     jobs = _ht_jobs(config)
     assert (jobs["three"].shape.units, jobs["three"].shape.per_unit["cpu"]) == (3, 1)
-    # running: its 2 + 1 cores are read as CPUs (threads not multiplied in)
-    assert jobs["five"].allocation == {"node1": 4, "node2": 1}
+    # running: its 2 + 1 cores are read as 4 + 2 CPUs, as scontrol -d counts them
+    assert jobs["five"].allocation == {"node1": 3, "node2": 2}
 
 
 def _request(tasks: int, per_task: int, **fields: object) -> SlurmRequest:
@@ -394,3 +394,24 @@ def test_scontrol_details_give_each_nodes_cpus() -> None:
     assert extras["44"].cpus_by_node == {"gpu1": 8, "gpu2": 8}
     assert extras["51"].cpus_by_node == {"node4": 2, "node5": 2}
     assert job_extras("JobId=9 JobName=x NumNodes=1\n")["9"].cpus_by_node == {}
+
+
+def test_a_job_name_cannot_move_a_running_jobs_cpus() -> None:
+    """A name is printed as it is, spaces included: it may look like node details."""
+    from cpsched.slurm_bridge.slurm_text import held_per_node
+
+    line = (FIX / "scontrol_show_job_d.txt").read_text().splitlines()[1]
+    forged = line.replace("JobName=kth50 ", "JobName=a Nodes=node9 CPU_IDs=0-63 ", 1)
+    read = job_extras(forged)["51"].cpus_by_node
+    assert read["node9"] == 64  # what the line says, taken apart from squeue's view
+    assert held_per_node(read, ["node4", "node5"], 4) == {}  # not the job's: even share instead
+    honest = job_extras(line)["51"].cpus_by_node
+    assert held_per_node(honest, ["node4", "node5"], 4) == {"node4": 2, "node5": 2}
+
+
+def test_tasks_per_core_and_unset_counts_from_scontrol() -> None:
+    line = "JobId=9 JobName=x NumNodes=2 NtasksPerN:B:S:C={} CPUs/Task=1\n"
+    assert job_extras(line.format("0:0:*:1"))["9"].tasks_per_core == 1
+    assert job_extras(line.format("0:0:*:*"))["9"].tasks_per_core is None
+    unset = job_extras(line.format("65534:0:*:65534"))["9"]
+    assert unset.tasks_per_core is None and unset.rules.tasks_per_node is None
