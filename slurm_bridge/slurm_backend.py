@@ -170,11 +170,13 @@ class SlurmBackend:
         nodes = slurm_text.parse_nodes(
             self.runner.run(slurm_text.sinfo_argv(self._cmd("sinfo"))), self.partitions
         )
+        squeue = self.runner.run(slurm_text.squeue_argv(self._cmd("squeue")), env=EPOCH_TIMES)
         extras = slurm_text.job_extras(
-            self.runner.run([self._cmd("scontrol"), "-o", "-d", "show", "job"], env=EPOCH_TIMES)
+            self.runner.run([self._cmd("scontrol"), "-o", "-d", "show", "job"], env=EPOCH_TIMES),
+            slurm_text.squeue_names(squeue),
         )
         jobs = slurm_text.parse_jobs(
-            self.runner.run(slurm_text.squeue_argv(self._cmd("squeue")), env=EPOCH_TIMES),
+            squeue,
             extras=extras,
             tag=self.tag,
             partitions=self.partitions,

@@ -108,30 +108,61 @@ class JobExtras:
     tasks_per_core: int | None = None  # --ntasks-per-core
 
 
-def job_extras(scontrol_show_job: str) -> dict[str, JobExtras]:
+_LINE_HEAD = re.compile(r"^JobId=(\d+)(?: ArrayJobId=(\d+) ArrayTaskId=(\d+))? JobName=")
+
+
+def job_extras(
+    scontrol_show_job: str, names: Mapping[str, str] | None = None
+) -> dict[str, JobExtras]:
     """``scontrol -o -d show job`` → job id → AdminComment, memory request, rules and the
-    CPUs a running job holds per node."""
+    CPUs a running job holds per node.
+
+    ``names`` (job id → name, from ``squeue_names``): a name is printed as it is, spaces
+    included, and may look like other fields (``x AdminComment=… ArrayJobId=…``); with
+    the real name known, the line is read from after it.
+    """
     found: dict[str, JobExtras] = {}
     for line in scontrol_show_job.splitlines():
-        job = re.match(r"^JobId=(\d+)", line)
-        if not job:
+        head = _LINE_HEAD.match(line)
+        if not head:
             continue
-        array = re.search(r"\sArrayJobId=(\d+) ArrayTaskId=(\d+)\s", line)
-        comment = re.search(r"\sAdminComment=(\S*)", line)
-        per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", line)
-        per_node = re.search(r"\sMinMemoryNode=(\S+)", line)
-        node_range = re.search(r"\sNumNodes=\d+-(\d+)\s", line)
-        key = f"{array.group(1)}_{array.group(2)}" if array else job.group(1)
+        job_id, array_id, task_id = head.groups()
+        key = f"{array_id}_{task_id}" if array_id else job_id
+        rest = " " + _after_name(line[head.end() :], (names or {}).get(job_id))
+        comment = re.search(r"\sAdminComment=(\S*)", rest)
+        per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", rest)
+        per_node = re.search(r"\sMinMemoryNode=(\S+)", rest)
+        node_range = re.search(r"\sNumNodes=\d+-(\d+)\s", rest)
         found[key] = JobExtras(
             admin_comment=comment.group(1) if comment else "",
             mem_per_cpu=memory_mib(per_cpu.group(1)) if per_cpu else None,
             mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
             max_nodes=int(node_range.group(1)) if node_range else 0,
-            rules=_rules(line),
-            cpus_by_node=_cpus_by_node(line),
-            tasks_per_core=_per_core(line),
+            rules=_rules(rest),
+            cpus_by_node=_cpus_by_node(rest),
+            tasks_per_core=_per_core(rest),
         )
     return found
+
+
+def _after_name(fields: str, name: str | None) -> str:
+    """The fields after a job's name (``fields`` starts with it), when the name is known
+    and is followed by ``UserId=`` (squeue pads names, so trailing spaces are lost)."""
+    if name is not None and fields.startswith(name):
+        after = fields[len(name) :].lstrip(" ")
+        if after.startswith("UserId="):
+            return after
+    return fields
+
+
+def squeue_names(squeue_text: str) -> dict[str, str]:
+    """Job id → name from ``squeue_argv``'s lines (the name is its last column)."""
+    names: dict[str, str] = {}
+    for line in squeue_text.splitlines():
+        cols = line.split("|", len(SQUEUE_FIELDS) - 1)
+        if len(cols) == len(SQUEUE_FIELDS):
+            names[cols[0].strip()] = cols[-1].rstrip()
+    return names
 
 
 def _per_core(line: str) -> int | None:

@@ -415,3 +415,21 @@ def test_tasks_per_core_and_unset_counts_from_scontrol() -> None:
     assert job_extras(line.format("0:0:*:*"))["9"].tasks_per_core is None
     unset = job_extras(line.format("65534:0:*:65534"))["9"]
     assert unset.tasks_per_core is None and unset.rules.tasks_per_node is None
+
+
+def test_a_job_name_that_looks_like_fields_changes_no_jobs_extras() -> None:
+    """Lines as Slurm 22.05 prints them: an array element's ids come before its name; a
+    name comes as it is. Job 2's name imitates array element 1_2 and a cpsched tag."""
+    name = "a ArrayJobId=1 ArrayTaskId=2 AdminComment=extsched x"
+    text = (
+        "JobId=3 ArrayJobId=1 ArrayTaskId=2 JobName=wrap UserId=root(0) GroupId=root(0) "
+        "MCS_label=N/A Priority=0 NumNodes=1 AdminComment=extsched MinMemoryCPU=256M\n"
+        f"JobId=2 JobName={name} UserId=bob(1000) GroupId=bob(1000) "
+        "MCS_label=N/A Priority=0 NumNodes=1 AdminComment= MinMemoryCPU=100M\n"
+    )
+    extras = job_extras(text, {"3": "wrap", "2": name})
+    assert set(extras) == {"1_2", "2"}  # the array key comes from the line's head
+    assert extras["1_2"].admin_comment == "extsched" and extras["1_2"].mem_per_cpu == 256
+    assert extras["2"].admin_comment == "" and extras["2"].mem_per_cpu == 100
+    # without the names the name is read through (only a job squeue did not list, unused)
+    assert job_extras(text)["2"].admin_comment == "extsched"
