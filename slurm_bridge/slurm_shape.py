@@ -164,10 +164,9 @@ def _task_unit(
     """
     threads = rounding.threads
     group = threads // math.gcd(per_task, threads)
-    if group == 1:
-        return 1, whole_cores(per_task, threads)
     grouped_fits = (
-        not rounding.core_per_task
+        group > 1
+        and not rounding.core_per_task
         and not req.gres_per_task
         and (req.tasks_per_node is None or req.tasks_per_node % group == 0)
         and -(-tasks // group) >= req.node_count

@@ -8,7 +8,7 @@ refused there), so it comes from ``scontrol -o show job``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from cpsched.slurm_bridge import hostlist
@@ -155,14 +155,24 @@ def _after_name(fields: str, name: str | None) -> str:
     return fields
 
 
-def squeue_names(squeue_text: str) -> dict[str, str]:
-    """Job id → name from ``squeue_argv``'s lines (the name is its last column)."""
-    names: dict[str, str] = {}
-    for line in squeue_text.splitlines():
+def _squeue_rows(text: str) -> Iterator[tuple[dict[str, str], str]]:
+    """``squeue_argv``'s lines → (field → value, name); the name, its last column, is
+    taken as it is (it may hold ``|``)."""
+    for line in text.splitlines():
+        if not line.strip():
+            continue
         cols = line.split("|", len(SQUEUE_FIELDS) - 1)
-        if len(cols) == len(SQUEUE_FIELDS):
-            names[cols[0].strip()] = cols[-1].rstrip()
-    return names
+        if len(cols) != len(SQUEUE_FIELDS):
+            raise StateParseError(f"squeue line has {len(cols)} fields: {line[:120]!r}")
+        yield (
+            dict(zip(SQUEUE_FIELDS, (c.strip() for c in cols[:-1]), strict=False)),
+            cols[-1].rstrip(),
+        )
+
+
+def squeue_names(squeue_text: str) -> dict[str, str]:
+    """Job id → name from ``squeue_argv``'s lines."""
+    return {row["JobID"]: name for row, name in _squeue_rows(squeue_text)}
 
 
 def _per_core(line: str) -> int | None:
@@ -270,14 +280,7 @@ def parse_jobs(
     """``squeue -O`` lines (run with ``SLURM_TIME_FORMAT=%s``) → jobs; ``cores`` says
     where Slurm allocates whole cores."""
     jobs: list[JobView] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        cols = line.split("|", len(SQUEUE_FIELDS) - 1)
-        if len(cols) != len(SQUEUE_FIELDS):
-            raise StateParseError(f"squeue line has {len(cols)} fields: {line[:120]!r}")
-        row = dict(zip(SQUEUE_FIELDS, (c.strip() for c in cols[:-1]), strict=False))
-        name = cols[-1].rstrip()
+    for row, name in _squeue_rows(text):
         if partitions and not set(row["Partition"].split(",")) & set(partitions):
             continue
         task = row["ArrayTaskID"]
