@@ -83,3 +83,10 @@ class WorkloadManager(Protocol):
     def finished_jobs(self, state: ClusterState) -> list[JobView]:
         """Jobs that have ended (any end state) and did start, as far back as known."""
         ...
+
+    @property
+    def finished_forgeable(self) -> bool:
+        """Whether ``finished_jobs`` read a text file that job names can write lines into
+        (Slurm's jobcomp/filetxt): then only the ends of jobs the bridge saw are posted
+        (``finished.pick_finished``)."""
+        ...

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 
-from cpsched.slurm_bridge.model import JobShape, JobView
-from cpsched.slurm_bridge.slurm_common import job_state, time_limit_minutes
+from cpsched.slurm_bridge.model import ClusterState, JobShape, JobView
+from cpsched.slurm_bridge.slurm_common import job_state, split_records, time_limit_minutes
 
-# JobName last: sacct -P does not escape "|", so a name may contain it.
+# JobName last, behind a separator drawn for each run: sacct prints names as they are
+# ("|" and line breaks included), see ``split_records``.
 SACCT_FIELDS = (
     "jobid",
     "user",
@@ -27,10 +30,12 @@ SACCT_FIELDS = (
 LOOKBACK_S = 2 * 86400
 
 
-def sacct_argv(sacct: str, *, jobcomp: bool, now: float | None = None) -> list[str]:
-    """``sacct`` reading the jobcomp file (``-c``) or slurmdbd, epoch times (via env)."""
+def sacct_argv(sacct: str, separator: str, *, jobcomp: bool, now: float | None = None) -> list[str]:
+    """``sacct`` reading the jobcomp file (``-c``) or slurmdbd, epoch times (via env);
+    ``separator`` from ``field_separator``."""
     since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime((now or time.time()) - LOOKBACK_S))
-    argv = [sacct, "-P", "-n", "-a", "-S", since, "-o", ",".join(SACCT_FIELDS)]
+    fields = ",".join(SACCT_FIELDS)
+    argv = [sacct, "-P", f"--delimiter={separator}", "-n", "-a", "-S", since, "-o", fields]
     if jobcomp:
         argv.insert(1, "-c")
     else:
@@ -45,14 +50,13 @@ def _epoch(text: str) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def parse_sacct(text: str, *, partitions: list[str], unlimited_s: int, now: int) -> list[JobView]:
+def parse_sacct(
+    text: str, separator: str, *, partitions: list[str], unlimited_s: int, now: int
+) -> list[JobView]:
     """Ended jobs that did start; the shape is a guess from CPUs and nodes (the loop
     prefers the shape it saw while the job was pending or running)."""
     jobs: list[JobView] = []
-    for line in text.splitlines():
-        cols = line.split("|", len(SACCT_FIELDS) - 1)
-        if len(cols) != len(SACCT_FIELDS):
-            continue
+    for cols in split_records(text, separator, len(SACCT_FIELDS), "sacct"):
         row = dict(zip(SACCT_FIELDS, cols, strict=True))
         if "." in row["jobid"]:  # job steps (.batch, .0) are part of their job
             continue
@@ -88,3 +92,48 @@ def parse_sacct(text: str, *, partitions: list[str], unlimited_s: int, now: int)
             )
         )
     return jobs
+
+
+def pick_finished(
+    ended: Iterable[JobView],
+    state: ClusterState,
+    seen: Mapping[str, JobView],
+    *,
+    unseen_believed: Collection[str] | None = None,
+) -> tuple[dict[str, JobView], dict[str, str]]:
+    """The ended jobs worth posting (job id → view), and those to refuse (job id → why).
+
+    The jobcomp file holds job names as users gave them, line breaks included, so one
+    job's name can write whole records for others. A record is believed only for a job
+    that is not queued or running now (a requeued job ends again later) and that no
+    other record contradicts; with ``unseen_believed`` (for a forgeable source: the jobs
+    of the bridge's first read, its history), a job the bridge did not see (held,
+    running, or ended in ``squeue -t all``) only if it is one of those. What ``squeue
+    -t all`` says of an ended job wins; otherwise the bridge's last view of the job,
+    with the record's state and times.
+    """
+    live = {j.id for j in state.jobs if j.state in {"pending", "running"}}
+    from_squeue = {j.id: j for j in state.finished}
+    picked: dict[str, JobView] = {}
+    refused: dict[str, str] = {}
+    for job in ended:
+        if job.id in live or job.start is None or job.end is None or job.id in refused:
+            continue
+        best = from_squeue.get(job.id)
+        if best is None:
+            known = seen.get(job.id)
+            if known is None and unseen_believed is not None and job.id not in unseen_believed:
+                refused[job.id] = "ended record of a job the bridge never saw (a forged line?)"
+                continue
+            best = (
+                job
+                if known is None
+                else replace(known, state=job.state, start=job.start, end=job.end)
+            )
+        earlier = picked.get(job.id)
+        if earlier is not None and (earlier.start, earlier.end) != (best.start, best.end):
+            del picked[job.id]
+            refused[job.id] = "ended records that contradict each other (a forged line?)"
+            continue
+        picked[job.id] = best
+    return picked, refused

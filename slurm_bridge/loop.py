@@ -19,6 +19,7 @@ from cpsched.slurm_bridge.audit import Audit
 from cpsched.slurm_bridge.backend import WorkloadManager
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.errors import BridgeError, CommandError
+from cpsched.slurm_bridge.finished import pick_finished
 from cpsched.slurm_bridge.metrics import BridgeMetrics
 from cpsched.slurm_bridge.model import ClusterState, JobView
 from cpsched.slurm_bridge.pacing import Pacer, WakeFile
@@ -72,6 +73,7 @@ class Bridge:
         self.outage_since: float | None = None
         self._outage_cause: str | None = None
         self.seen: dict[str, JobView] = {}  # last view of each job, for finished posts
+        self.history: frozenset[str] | None = None  # jobs of the first finished read
         self.drift_since: dict[str, float] = {}  # task job → first deferred for its split
 
     # ---- one cycle -------------------------------------------------------------
@@ -321,24 +323,23 @@ class Bridge:
         return reclaimed
 
     def _deliver_finished(self, state: ClusterState, report: CycleReport) -> None:
+        # squeue -t all's ended jobs too: slurmdbd learns of an end some seconds later
+        in_squeue = [j for j in state.finished if j.start is not None]
         try:
-            ended = self.backend.finished_jobs(state)
+            ended = [*self.backend.finished_jobs(state), *in_squeue]
         except BridgeError as exc:
             report.notes.append(f"finished jobs unreadable: {exc}")
-            return
-        # Prefer what squeue -t all says (sacct -c misreads names with spaces).
-        from_squeue = {j.id: j for j in state.finished}
-        fresh: dict[str, JobView] = {}
-        for job in ended:
-            if job.id in self.book.delivered or job.start is None or job.end is None:
-                continue
-            best = from_squeue.get(job.id, job)
-            known = self.seen.get(job.id)
-            if known is not None and best is job:  # keep sacct's times, the richer shape
-                best = JobView(
-                    **{**_fields(known), "state": job.state, "start": job.start, "end": job.end}
-                )
-            fresh[job.id] = best
+            ended = in_squeue
+        if self.backend.finished_forgeable and self.history is None:
+            self.history = frozenset(j.id for j in ended)
+        fresh, forged = pick_finished(
+            (j for j in ended if j.id not in self.book.delivered),
+            state,
+            self.seen,
+            unseen_believed=self.history if self.backend.finished_forgeable else None,
+        )
+        for job_id, why in forged.items():
+            self._refused_finished(state, job_id, state.time, why, report)
         wire, refused = finished_batch(fresh.values())
         for job_id, why in refused.items():
             self._refused_finished(state, job_id, fresh[job_id].end or state.time, why, report)

@@ -379,6 +379,7 @@ class PbsBackend:
     name: str = "pbs"
     splits_tasks: bool = False
     pins_splits: bool = False  # qrun -H runs the exact allocation: nothing to pin
+    finished_forgeable: bool = False  # ended jobs come from qstat -x, in JSON
     _last: ClusterState | None = None
     _queues: Refreshed[dict[str, QueueLimits]] = field(init=False)
 

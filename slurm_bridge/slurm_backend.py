@@ -41,6 +41,7 @@ from cpsched.slurm_bridge.site_priority import (
     weights_of,
 )
 from cpsched.slurm_bridge.slurm_common import (
+    field_separator,
     parse_partitions,
     parse_reservations,
     partition_max_minutes,
@@ -73,6 +74,7 @@ class SlurmBackend:
     name: str = "slurm"
     splits_tasks: bool = True
     _finished_source_found: str | None = None
+    _finished_failure: str | None = None  # why the source failed last, logged once
     _partitions: Refreshed[dict[str, PartitionView]] = field(init=False)
     _reservations: Refreshed[tuple[ReservationView, ...]] = field(init=False)
     _limits: Refreshed[SiteLimits] = field(init=False)
@@ -170,13 +172,18 @@ class SlurmBackend:
         nodes = slurm_text.parse_nodes(
             self.runner.run(slurm_text.sinfo_argv(self._cmd("sinfo"))), self.partitions
         )
-        squeue = self.runner.run(slurm_text.squeue_argv(self._cmd("squeue")), env=EPOCH_TIMES)
-        extras = slurm_text.job_extras(
-            self.runner.run([self._cmd("scontrol"), "-o", "-d", "show", "job"], env=EPOCH_TIMES),
-            slurm_text.squeue_names(squeue),
+        # scontrol first: every job it lists is then in squeue's records, names included.
+        show_job = self.runner.run(
+            [self._cmd("scontrol"), "-o", "-d", "show", "job"], env=EPOCH_TIMES
         )
+        separator = field_separator()
+        squeue = self.runner.run(
+            slurm_text.squeue_argv(self._cmd("squeue"), separator), env=EPOCH_TIMES
+        )
+        extras = slurm_text.job_extras(show_job, slurm_text.squeue_names(squeue, separator))
         jobs = slurm_text.parse_jobs(
             squeue,
+            separator=separator,
             extras=extras,
             tag=self.tag,
             partitions=self.partitions,
@@ -274,6 +281,10 @@ class SlurmBackend:
     def pins_splits(self) -> bool:
         return not self.splits_tasks
 
+    @property
+    def finished_forgeable(self) -> bool:
+        return self._finished_source_found == "jobcomp"
+
     def settle(self, state: ClusterState) -> list[str]:
         return self._pins.settle(state)
 
@@ -297,27 +308,51 @@ class SlurmBackend:
 
     # ---- finished jobs -----------------------------------------------------------
     def finished_jobs(self, state: ClusterState) -> list[JobView]:
+        """From slurmdbd first (its records are the controller's), then the jobcomp file
+        (which job names can write lines into), then ``squeue -t all``."""
         source = self._finished_source_found or self.finished_source
-        candidates = ["jobcomp", "sacct", "squeue"] if source == "auto" else [source]
+        candidates = ["sacct", "jobcomp", "squeue"] if source == "auto" else [source]
         for candidate in candidates:
             if candidate == "squeue":
                 self._finished_source_found = "squeue"
-                return [j for j in state.finished if j.start]
+                return _ended_in_squeue(state)
+            separator = field_separator()
             try:
                 out = self.runner.run(
-                    sacct_argv(self._cmd("sacct"), jobcomp=candidate == "jobcomp"),
+                    sacct_argv(self._cmd("sacct"), separator, jobcomp=candidate == "jobcomp"),
                     env=EPOCH_TIMES,
                 )
             except CommandError as exc:
-                if source != "auto":
-                    raise
-                log.info("finished jobs: %s not usable (%s)", candidate, exc.reason)
-                continue
+                if source == "auto":
+                    log.info("finished jobs: %s not usable (%s)", candidate, exc.reason)
+                    continue
+                # It can fail after working: Slurm 22.05's sacct -c dies on a jobcomp line
+                # without a state or times, which a job's name can write. Meanwhile the
+                # jobs squeue -t all still lists are delivered.
+                if exc.reason != self._finished_failure:
+                    log.error(
+                        "finished jobs: %s failed (%s); delivering those squeue -t all "
+                        "still lists until it works again",
+                        candidate,
+                        exc,
+                    )
+                self._finished_failure = exc.reason
+                return _ended_in_squeue(state)
             self._finished_source_found = candidate
+            self._finished_failure = None
             return parse_sacct(
-                out, partitions=self.partitions, unlimited_s=self.unlimited_s, now=state.time
+                out,
+                separator,
+                partitions=self.partitions,
+                unlimited_s=self.unlimited_s,
+                now=state.time,
             )
         return []
+
+
+def _ended_in_squeue(state: ClusterState) -> list[JobView]:
+    """Ended jobs that started, as ``squeue -t all`` lists them (``MinJobAge`` seconds)."""
+    return [j for j in state.finished if j.start]
 
 
 def _load(text: str, what: str) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
@@ -166,3 +167,41 @@ def set_count(value: int | None) -> int | None:
     """A per-node or per-core task count as Slurm reports it; None when not set (0, or
     its 16-bit "not set" and "infinite" values)."""
     return value if value is not None and 0 < value < NO_VAL16 else None
+
+
+def field_separator() -> str:
+    """A field separator for one run of a Slurm command that no job name can hold.
+
+    Slurm prints a job's name as it was given, ``|`` and line breaks included (22.05
+    takes ``sbatch -J $'a\\n…'``), so behind a fixed separator a name could pass for
+    fields of its own or for the lines of other jobs.
+    """
+    return f"|{secrets.token_hex(6)}|"
+
+
+def split_records(text: str, separator: str, width: int, what: str) -> list[list[str]]:
+    """Records of ``width`` fields, each field but the last ended by ``separator``, each
+    record by a line break. The last field (a job name) may hold line breaks: it runs
+    to the last line break before the next record's first field, which holds none."""
+    body = text.removesuffix("\n")
+    if not body.strip():
+        return []
+    tokens = body.split(separator)
+    if (len(tokens) - 1) % (width - 1):
+        raise StateParseError(
+            f"{what} printed {len(tokens) - 1} separators, not a multiple of {width - 1}: "
+            f"{body[:120]!r}"
+        )
+    records: list[list[str]] = []
+    first = tokens[0].lstrip("\n")
+    for start in range(1, len(tokens), width - 1):
+        *middle, last = tokens[start : start + width - 1]
+        if start + width - 1 == len(tokens):
+            name, next_first = last, ""
+        elif "\n" in last:
+            name, _, next_first = last.rpartition("\n")
+        else:
+            raise StateParseError(f"{what} printed a record without a line break: {last!r}")
+        records.append([first, *middle, name])
+        first = next_first
+    return records

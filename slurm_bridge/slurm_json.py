@@ -175,7 +175,8 @@ def parse_job(
         priority=priority,
         reason=str(raw.get("state_reason") or ""),
         ending=is_ending(str(raw.get("job_state", ""))),
-        start=start if state != "pending" and start else None,
+        # a job cancelled while pending "starts" and ends at once, on no node: it never ran
+        start=start if state != "pending" and start and (nodes or state == "running") else None,
         end=end if state not in {"pending", "running"} and end else None,
         allocation=allocation,
         required_nodes=tuple(hostlist.expand(str(raw.get("required_nodes") or ""))),

@@ -1,8 +1,9 @@
 """Read the ``-O`` text formats of squeue and sinfo, for sites without ``--json``.
 
-Fields are separated by ``|``; the job name comes last so a ``|`` in a name cannot
-shift the other columns. The hold tag is not in squeue's ``-O`` fields (AdminComment is
-refused there), so it comes from ``scontrol -o show job``.
+Fields are separated by a token drawn afresh for every run (``field_separator``) and the
+job name comes last, so a name holding ``|`` or line breaks can neither shift the other
+columns nor pass for another job's line. The hold tag is not in squeue's ``-O`` fields
+(AdminComment is refused there), so it comes from ``scontrol -o show job``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cpsched.slurm_bridge.slurm_common import (
     memory_mib,
     node_state,
     set_count,
+    split_records,
     time_limit_minutes,
 )
 from cpsched.slurm_bridge.slurm_shape import (
@@ -74,9 +76,10 @@ SINFO_FIELDS = (
 )
 
 
-def squeue_argv(squeue: str) -> list[str]:
-    spec = ",".join(f"{name}:|" for name in SQUEUE_FIELDS[:-1]) + f",{SQUEUE_FIELDS[-1]}:0"
-    return [squeue, "-h", "-a", "-t", "all", "-O", spec]
+def squeue_argv(squeue: str, separator: str) -> list[str]:
+    """``separator``: from ``field_separator``, the same for ``parse_jobs``."""
+    spec = ",".join(f"{name}:{separator}" for name in SQUEUE_FIELDS[:-1])
+    return [squeue, "-h", "-a", "-t", "all", "-O", f"{spec},{SQUEUE_FIELDS[-1]}:0"]
 
 
 def sinfo_argv(sinfo: str) -> list[str]:
@@ -117,32 +120,53 @@ def job_extras(
     """``scontrol -o -d show job`` → job id → AdminComment, memory request, rules and the
     CPUs a running job holds per node.
 
-    ``names`` (job id → name, from ``squeue_names``): a name is printed as it is, spaces
-    included, and may look like other fields (``x AdminComment=… ArrayJobId=…``); with
-    the real name known, the line is read from after it.
+    ``names`` (job id → name, from ``squeue_names``, read after this output so that it
+    knows every job here): a name is printed as it is, spaces and line breaks included,
+    and may look like other fields or other jobs' lines. With the real names known, a
+    job's line runs on over its name's line breaks and is read from after the name; a
+    job squeue did not list is passed over, and a job found twice is dropped (one of
+    its lines was a name).
     """
     found: dict[str, JobExtras] = {}
-    for line in scontrol_show_job.splitlines():
+    twice: set[str] = set()
+    lines = scontrol_show_job.splitlines()
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        at += 1
         head = _LINE_HEAD.match(line)
         if not head:
             continue
         job_id, array_id, task_id = head.groups()
+        name = None if names is None else names.get(job_id)
+        if names is not None and name is None:
+            continue
+        if name and "\n" in name:
+            breaks = name.count("\n")
+            line = "\n".join(lines[at - 1 : at + breaks])
+            at += breaks
         key = f"{array_id}_{task_id}" if array_id else job_id
-        rest = " " + _after_name(line[head.end() :], (names or {}).get(job_id))
-        comment = re.search(r"\sAdminComment=(\S*)", rest)
-        per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", rest)
-        per_node = re.search(r"\sMinMemoryNode=(\S+)", rest)
-        node_range = re.search(r"\sNumNodes=\d+-(\d+)\s", rest)
-        found[key] = JobExtras(
-            admin_comment=comment.group(1) if comment else "",
-            mem_per_cpu=memory_mib(per_cpu.group(1)) if per_cpu else None,
-            mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
-            max_nodes=int(node_range.group(1)) if node_range else 0,
-            rules=_rules(rest),
-            cpus_by_node=_cpus_by_node(rest),
-            tasks_per_core=_per_core(rest),
-        )
-    return found
+        if key in found:
+            twice.add(key)
+        found[key] = _extras(" " + _after_name(line[head.end() :], name))
+    return {key: extras for key, extras in found.items() if key not in twice}
+
+
+def _extras(rest: str) -> JobExtras:
+    """One job's fields after its name."""
+    comment = re.search(r"\sAdminComment=(\S*)", rest)
+    per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", rest)
+    per_node = re.search(r"\sMinMemoryNode=(\S+)", rest)
+    node_range = re.search(r"\sNumNodes=\d+-(\d+)\s", rest)
+    return JobExtras(
+        admin_comment=comment.group(1) if comment else "",
+        mem_per_cpu=memory_mib(per_cpu.group(1)) if per_cpu else None,
+        mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
+        max_nodes=int(node_range.group(1)) if node_range else 0,
+        rules=_rules(rest),
+        cpus_by_node=_cpus_by_node(rest),
+        tasks_per_core=_per_core(rest),
+    )
 
 
 def _after_name(fields: str, name: str | None) -> str:
@@ -155,24 +179,19 @@ def _after_name(fields: str, name: str | None) -> str:
     return fields
 
 
-def _squeue_rows(text: str) -> Iterator[tuple[dict[str, str], str]]:
-    """``squeue_argv``'s lines → (field → value, name); the name, its last column, is
-    taken as it is (it may hold ``|``)."""
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        cols = line.split("|", len(SQUEUE_FIELDS) - 1)
-        if len(cols) != len(SQUEUE_FIELDS):
-            raise StateParseError(f"squeue line has {len(cols)} fields: {line[:120]!r}")
+def _squeue_rows(text: str, separator: str) -> Iterator[tuple[dict[str, str], str]]:
+    """``squeue_argv``'s records → (field → value, name); the name, the last column, is
+    taken as it is (``|`` and line breaks included)."""
+    for cols in split_records(text, separator, len(SQUEUE_FIELDS), "squeue"):
         yield (
             dict(zip(SQUEUE_FIELDS, (c.strip() for c in cols[:-1]), strict=False)),
-            cols[-1].rstrip(),
+            cols[-1].rstrip(" "),
         )
 
 
-def squeue_names(squeue_text: str) -> dict[str, str]:
-    """Job id → name from ``squeue_argv``'s lines."""
-    return {row["JobID"]: name for row, name in _squeue_rows(squeue_text)}
+def squeue_names(squeue_text: str, separator: str) -> dict[str, str]:
+    """Job id → name from ``squeue_argv``'s records."""
+    return {row["JobID"]: name for row, name in _squeue_rows(squeue_text, separator)}
 
 
 def _per_core(line: str) -> int | None:
@@ -270,6 +289,7 @@ def parse_nodes(text: str, partitions: list[str]) -> dict[str, NodeView]:
 def parse_jobs(
     text: str,
     *,
+    separator: str,
     extras: Mapping[str, JobExtras],
     tag: str,
     partitions: list[str],
@@ -277,10 +297,10 @@ def parse_jobs(
     unlimited_s: int,
     cores: WholeCores = NO_WHOLE_CORES,
 ) -> list[JobView]:
-    """``squeue -O`` lines (run with ``SLURM_TIME_FORMAT=%s``) → jobs; ``cores`` says
-    where Slurm allocates whole cores."""
+    """``squeue_argv``'s records (run with ``SLURM_TIME_FORMAT=%s``) → jobs; ``cores``
+    says where Slurm allocates whole cores."""
     jobs: list[JobView] = []
-    for row, name in _squeue_rows(text):
+    for row, name in _squeue_rows(text, separator):
         if partitions and not set(row["Partition"].split(",")) & set(partitions):
             continue
         task = row["ArrayTaskID"]
@@ -328,7 +348,9 @@ def parse_jobs(
                 priority=priority,
                 reason=row["Reason"],
                 ending=is_ending(row["State"]),
-                start=_epoch(row["StartTime"]) if state != "pending" else None,
+                start=_epoch(row["StartTime"])
+                if state != "pending" and (nodes or state == "running")
+                else None,  # a job cancelled while pending "starts" on no node: it never ran
                 end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
                 allocation=units_on_nodes(
                     shape,

@@ -73,6 +73,7 @@ class FakeCluster:
     name: str = "fake"
     splits_tasks: bool = True
     pins_splits: bool = False
+    finished_forgeable: bool = False
     exact: dict[str, ExactSplit] = field(default_factory=dict)  # job → cores it was pinned to
 
     def read_state(self) -> ClusterState:

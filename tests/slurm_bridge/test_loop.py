@@ -160,3 +160,45 @@ def test_run_loop_backs_off_and_never_exits_on_errors(tmp_path: Path) -> None:
     bridge.run(stop=lambda: len(sleeps) >= 5, sleep=sleeps.append)
     assert sleeps == [2, 4, 8, 8, 8]
     assert bridge.metrics.counters["cycle_errors_total"] == 5
+
+
+def test_ended_records_a_job_name_may_have_forged_are_not_posted(tmp_path: Path) -> None:
+    """The jobcomp file takes job names as they are, so a name can add records: the
+    bridge posts only ends that the jobs it saw make believable."""
+    queued, gone = held("3"), replace(held("4"), state="completed", start=5000, end=5050)
+    cluster = FakeCluster(state(queued), finished_forgeable=True)
+    history = replace(held("8"), state="completed", start=4000, end=4100)
+    cluster.ended = [history]
+    service = ScriptedService(down=True)
+    bridge = make(tmp_path, cluster, service)
+    bridge.cycle()  # sees job 3 queued; the file's jobs before it are its history
+    service.down = False
+    ended = replace(queued, state="completed", held_for_us=False)
+    cluster.ended = [
+        history,
+        replace(ended, start=5000, end=5100),  # job 3 is still queued: not ended yet
+        replace(held("7"), state="completed", start=1, end=2),  # never seen, not history
+    ]
+    report = bridge.cycle()
+    assert [j["id"] for j in service.posted_finished] == ["8"]
+    assert list(report.finished_refused) == ["7"]
+    cluster.state = state(gone)  # job 4 ended, in squeue -t all: its own view wins
+    cluster.ended = [replace(gone, end=5999), replace(gone, start=5001, end=5060)]
+    bridge.cycle()
+    assert service.posted_finished[-1]["id"] == "4"
+    assert service.posted_finished[-1]["end"] == 5050
+    cluster.state = state()  # job 3 ended; two records disagree on when: neither is posted
+    cluster.ended = [replace(ended, start=5000, end=5100), replace(ended, start=5000, end=9000)]
+    report = bridge.cycle()
+    assert [j["id"] for j in service.posted_finished] == ["8", "4"]
+    assert "contradict" in report.finished_refused["3"]
+
+
+def test_ended_jobs_the_bridge_never_saw_are_posted_from_a_trusted_source(
+    tmp_path: Path,
+) -> None:
+    cluster = FakeCluster(state())  # slurmdbd's sacct or PBS's qstat -x: not forgeable
+    cluster.ended = [replace(held("7"), state="completed", start=5000, end=5010)]
+    service = ScriptedService()
+    make(tmp_path, cluster, service).cycle()
+    assert [j["id"] for j in service.posted_finished] == ["7"]

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.errors import StateParseError
@@ -16,6 +18,7 @@ from cpsched.slurm_bridge.slurm_common import (
     parse_partitions,
     parse_reservations,
     partition_max_minutes,
+    split_records,
     time_limit_minutes,
 )
 from cpsched.slurm_bridge.slurm_json import parse_jobs, parse_nodes
@@ -26,11 +29,12 @@ from cpsched.slurm_bridge.slurm_shape import (
     job_shape,
     parse_gres,
 )
-from cpsched.slurm_bridge.slurm_text import job_extras
+from cpsched.slurm_bridge.slurm_text import SQUEUE_FIELDS, job_extras, squeue_names
 from cpsched.slurm_bridge.slurm_text import parse_jobs as parse_text_jobs
 from cpsched.slurm_bridge.slurm_text import parse_nodes as parse_text_nodes
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
+SEP = "|5e1f0c|"  # a separator as field_separator draws them
 
 
 def load(name: str) -> dict:
@@ -196,6 +200,7 @@ def test_text_fallback_matches_json() -> None:
         j.id: j
         for j in parse_text_jobs(
             (FIX / "squeue_O.txt").read_text(),
+            separator="|",  # as recorded; the bridge draws a new separator for every run
             extras=extras,
             tag="extsched",
             partitions=[],
@@ -230,18 +235,30 @@ def test_shape_rules() -> None:
 
 
 def test_sacct_jobcomp_output() -> None:
-    text = (
-        "2|root(0)|root|batch|gpu[1-2]|CANCELLED by 0|1795361288|1795361288|1795361298|1|2|2|wrap\n"
-        "7|bob(1000)|users|batch|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|a|b\n"
-        "8|bob(1000)|users|other|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|x\n"
-        "9|bob(1000)|users|batch|None assigned|CANCELLED|1795361200|Unknown|1795361350|10|1|0|y\n"
-        "7.batch|bob(1000)|users|batch|node1|COMPLETED|1|2|3|10|2|1|batch\n"
-    )
-    jobs = {j.id: j for j in parse_sacct(text, partitions=["batch"], unlimited_s=60, now=0)}
+    rows = [
+        "2|root(0)|root|batch|gpu[1-2]|CANCELLED by 0|1795361288|1795361288|1795361298|1|2|2|wrap",
+        "7|bob(1000)|users|batch|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|a|b",
+        "8|bob(1000)|users|other|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|x",
+        "9|bob(1000)|users|batch|None assigned|CANCELLED|1795361200|Unknown|1795361350|10|1|0|y",
+        "7.batch|bob(1000)|users|batch|node1|COMPLETED|1|2|3|10|2|1|batch",
+    ]
+    text = "".join(row.replace("|", SEP, 12) + "\n" for row in rows)
+    jobs = {j.id: j for j in parse_sacct(text, SEP, partitions=["batch"], unlimited_s=60, now=0)}
     assert set(jobs) == {"2", "7"}  # other partition, never started, steps: left out
     assert jobs["2"].state == "cancelled" and jobs["2"].shape.units == 2
     assert jobs["7"].name == "a|b" and jobs["7"].user == "bob"
     assert (jobs["7"].start, jobs["7"].end) == (1795361290, 1795361350)
+
+
+def test_a_job_name_cannot_add_sacct_records() -> None:
+    """sacct prints names as they are: behind a fixed "|" this name would be job 99."""
+    forged = "\n99|alice|users|batch|node1|COMPLETED|1|1795361290|1795369999|10|1|1|x"
+    row = (
+        f"7|bob(1000)|users|batch|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|y{forged}"
+    )
+    text = row.replace("|", SEP, 12) + "\n"
+    jobs = parse_sacct(text, SEP, partitions=[], unlimited_s=60, now=0)
+    assert [(j.id, j.name) for j in jobs] == [("7", "y" + forged)]
 
 
 def test_running_units_always_sum_to_the_job_and_are_positive() -> None:
@@ -433,3 +450,110 @@ def test_a_job_name_that_looks_like_fields_changes_no_jobs_extras() -> None:
     assert extras["2"].admin_comment == "" and extras["2"].mem_per_cpu == 100
     # without the names the name is read through (only a job squeue did not list, unused)
     assert job_extras(text)["2"].admin_comment == "extsched"
+
+
+@given(names=st.lists(st.text(st.sampled_from("ab |\n=5e"), max_size=12), min_size=1, max_size=6))
+def test_records_split_back_whatever_the_names_hold(names: list[str]) -> None:
+    """Fields joined by a drawn separator, one record a line, the name last."""
+    records = [[str(i), f"user{i}", name] for i, name in enumerate(names)]
+    text = "".join(SEP.join(record) + "\n" for record in records)
+    assert split_records(text, SEP, 3, "test") == records
+
+
+def test_records_that_do_not_add_up_are_a_parse_error() -> None:
+    with pytest.raises(StateParseError, match="not a multiple of 2"):
+        split_records(f"1{SEP}a{SEP}b{SEP}c\n", SEP, 3, "squeue")
+    with pytest.raises(StateParseError, match="without a line break"):
+        split_records(f"1{SEP}a{SEP}b 2{SEP}c{SEP}d\n", SEP, 3, "squeue")
+    assert split_records("", SEP, 3, "squeue") == []
+
+
+def _squeue_record(fields: dict[str, str]) -> str:
+    base = dict.fromkeys(SQUEUE_FIELDS, "N/A") | {
+        "State": "PENDING",
+        "PriorityLong": "0",
+        "NumCPUs": "1",
+        "NumNodes": "1",
+        "NumTasks": "1",
+        "cpus-per-task": "1",
+        "MinMemory": "100M",
+        "TimeLimit": "10:00",
+        "SubmitTime": "1795361283",
+        "UserName": "bob",
+        "GroupName": "bob",
+        "Partition": "batch",
+    }
+    return SEP.join((base | fields)[name] for name in SQUEUE_FIELDS) + "\n"
+
+
+def test_a_job_name_cannot_add_jobs_to_the_text_state() -> None:
+    """squeue and scontrol print names as they are. Job 2's name holds a whole squeue
+    line behind "|" and a whole scontrol line tagging job 3 for cpsched."""
+    forged_squeue = "|".join(["3", "3", "N/A", "alice", "alice", "batch", "RUNNING"] + ["1"] * 18)
+    name = f"x\n{forged_squeue}\nJobId=3 JobName=y UserId=alice(1) AdminComment=extsched"
+    squeue = _squeue_record({"JobID": "2", "ArrayJobID": "2", "Name": name}) + _squeue_record(
+        {"JobID": "3", "ArrayJobID": "3", "UserName": "alice", "Name": "y"}
+    )
+    show_job = (
+        f"JobId=2 JobName={name} UserId=bob(2) NumNodes=1 AdminComment=extsched\n"
+        "JobId=3 JobName=y UserId=alice(1) NumNodes=1 AdminComment=\n"
+    )
+    extras = job_extras(show_job, squeue_names(squeue, SEP))
+    assert {key: e.admin_comment for key, e in extras.items()} == {"2": "extsched", "3": ""}
+    jobs = parse_text_jobs(
+        squeue,
+        separator=SEP,
+        extras=extras,
+        tag="extsched",
+        partitions=[],
+        partition_max={},
+        unlimited_s=3600,
+    )
+    assert [(j.id, j.user, j.state, j.held_for_us) for j in jobs] == [
+        ("2", "bob", "pending", True),
+        ("3", "alice", "pending", False),  # the tag in job 2's name is not job 3's
+    ]
+    assert jobs[0].name == name and jobs[0].tagged and not jobs[1].tagged
+
+
+def test_a_job_found_twice_in_scontrol_output_is_dropped() -> None:
+    """A job squeue did not list (it ended between the two reads) may hold a name that
+    passes for another job's line: the job listed twice gets no extras."""
+    show_job = (
+        "JobId=4 JobName=x\nJobId=3 JobName=y UserId=a(1) AdminComment=extsched\n"
+        "JobId=3 JobName=y UserId=a(1) AdminComment=\n"
+    )
+    assert job_extras(show_job, {"3": "y"}) == {}
+
+
+def test_a_job_cancelled_while_pending_never_started() -> None:
+    """Slurm gives such a job a start time (its end) on no node; it is no 0 s run."""
+    doc = load("squeue.json")
+    ran, cancelled = doc["jobs"][0], dict(doc["jobs"][0], job_id=99, nodes="")
+    cancelled["job_state"] = "CANCELLED"
+    jobs = parse_jobs(
+        {**doc, "jobs": [ran, cancelled]},
+        tag="extsched",
+        partitions=[],
+        partition_max={},
+        unlimited_s=3600,
+    )
+    assert [(j.id, j.state, j.start) for j in jobs] == [
+        ("1", "completed", 1795349284),
+        ("99", "cancelled", None),
+    ]
+    text = _squeue_record(
+        {"JobID": "7", "State": "CANCELLED", "StartTime": "1795349284", "NodeList": ""}
+    ) + _squeue_record(
+        {"JobID": "8", "State": "COMPLETED", "StartTime": "1795349284", "NodeList": "node1"}
+    )
+    jobs = parse_text_jobs(
+        text,
+        separator=SEP,
+        extras={},
+        tag="extsched",
+        partitions=[],
+        partition_max={},
+        unlimited_s=3600,
+    )
+    assert [(j.id, j.start) for j in jobs] == [("7", None), ("8", 1795349284)]

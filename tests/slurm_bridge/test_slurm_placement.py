@@ -233,7 +233,7 @@ def test_a_refused_finished_job_does_not_block_the_others(
         bed.wait_state(job, {"COMPLETED"})
     time.sleep(1)
     report = bridge.cycle()
-    assert set(report.finished_refused) == {bad}
+    assert set(report.finished_refused) == {bad}, report.finished_refused
     assert "control character" in report.finished_refused[bad]
     assert report.finished_posted >= 1
     with sqlite3.connect(cpsched_service.config.parent / "cpsched.db") as db:
