@@ -75,6 +75,7 @@ class SlurmBackend:
     splits_tasks: bool = True
     _finished_source_found: str | None = None
     _finished_failure: str | None = None  # why the source failed last, logged once
+    _doubtful: list[str] = field(default_factory=list)  # jobs listed twice, logged once
     _partitions: Refreshed[dict[str, PartitionView]] = field(init=False)
     _reservations: Refreshed[tuple[ReservationView, ...]] = field(init=False)
     _limits: Refreshed[SiteLimits] = field(init=False)
@@ -180,7 +181,8 @@ class SlurmBackend:
         squeue = self.runner.run(
             slurm_text.squeue_argv(self._cmd("squeue"), separator), env=EPOCH_TIMES
         )
-        extras = slurm_text.job_extras(show_job, slurm_text.squeue_names(squeue, separator))
+        extras = slurm_text.job_extras(show_job, slurm_text.squeue_free_text(squeue, separator))
+        self._warn_doubtful(sorted(key for key, extra in extras.items() if extra.doubtful))
         jobs = slurm_text.parse_jobs(
             squeue,
             separator=separator,
@@ -192,6 +194,18 @@ class SlurmBackend:
             cores=self._whole_cores(nodes),
         )
         return self._state(now, nodes, jobs, partitions, notes)
+
+    def _warn_doubtful(self, jobs: list[str]) -> None:
+        """Say once which jobs' ``scontrol`` lines came twice (until that changes)."""
+        if jobs and jobs != self._doubtful:
+            log.warning(
+                "scontrol show job lists jobs %s more than once: another job's free text "
+                "(comment, output path, --network) holds line breaks and a copy of their "
+                "line. They are not taken for jobs held for cpsched while that job is "
+                "listed; find it with: scontrol -o show job | grep -c '^JobId=<id> '",
+                ",".join(jobs),
+            )
+        self._doubtful = jobs
 
     def _state(
         self,

@@ -59,8 +59,13 @@ SQUEUE_FIELDS = (
     "NodeList",
     "ReqNodes",
     "MaxNodes",
+    "Command",
+    "WorkDir",
     "Name",
 )
+PATH_FIELDS = ("Command", "WorkDir")
+"""Free text as users wrote it (taken unstripped): in ``scontrol -o show job`` the hold
+tag comes right after them."""
 SINFO_FIELDS = (
     "NodeList",
     "StateLong",
@@ -109,23 +114,46 @@ class JobExtras:
     cpus_by_node: dict[str, int] = field(default_factory=dict)
     """CPUs a running job holds on each node (``-d``'s ``Nodes=… CPU_IDs=…``)."""
     tasks_per_core: int | None = None  # --ntasks-per-core
+    doubtful: bool = False
+    """The job's line came more than once (another job's free text copied it): nothing
+    in it is believed, so the job is not taken for one held for cpsched."""
+
+
+@dataclass(frozen=True, slots=True)
+class FreeText:
+    """A job's fields that its user writes freely, as squeue prints them."""
+
+    name: str
+    command: str
+    work_dir: str
+
+    @property
+    def line_breaks(self) -> int:
+        return sum(text.count("\n") for text in (self.name, self.command, self.work_dir))
+
+    @property
+    def before_tag(self) -> str:
+        """What precedes the AdminComment in the job's ``scontrol -o`` line."""
+        return f" Command={self.command} WorkDir={self.work_dir} "
 
 
 _LINE_HEAD = re.compile(r"^JobId=(\d+)(?: ArrayJobId=(\d+) ArrayTaskId=(\d+))? JobName=")
 
 
 def job_extras(
-    scontrol_show_job: str, names: Mapping[str, str] | None = None
+    scontrol_show_job: str, known: Mapping[str, FreeText] | None = None
 ) -> dict[str, JobExtras]:
     """``scontrol -o -d show job`` → job id → AdminComment, memory request, rules and the
     CPUs a running job holds per node.
 
-    ``names`` (job id → name, from ``squeue_names``, read after this output so that it
-    knows every job here): a name is printed as it is, spaces and line breaks included,
-    and may look like other fields or other jobs' lines. With the real names known, a
-    job's line runs on over its name's line breaks and is read from after the name; a
-    job squeue did not list is passed over, and a job found twice is dropped (one of
-    its lines was a name).
+    Users write some fields freely (name, command, directory, comment, output paths,
+    ``--network``) and scontrol prints them as they are, spaces and line breaks included:
+    they may look like other fields or other jobs' lines. ``known`` (from
+    ``squeue_free_text``, read after this output so that it lists every job here) gives
+    each job's name, command and directory: a job's line runs on over their line breaks;
+    its fields are read between its name and its first free text after it (``Network``),
+    and its AdminComment only right after its command and directory. A job squeue did not
+    list is passed over; a job whose line comes twice is ``doubtful``.
     """
     found: dict[str, JobExtras] = {}
     twice: set[str] = set()
@@ -138,35 +166,47 @@ def job_extras(
         if not head:
             continue
         job_id, array_id, task_id = head.groups()
-        name = None if names is None else names.get(job_id)
-        if names is not None and name is None:
+        texts = None if known is None else known.get(job_id)
+        if known is not None and texts is None:
             continue
-        if name and "\n" in name:
-            breaks = name.count("\n")
-            line = "\n".join(lines[at - 1 : at + breaks])
-            at += breaks
+        if texts is not None and texts.line_breaks:
+            line = "\n".join(lines[at - 1 : at + texts.line_breaks])
+            at += texts.line_breaks
         key = f"{array_id}_{task_id}" if array_id else job_id
         if key in found:
             twice.add(key)
-        found[key] = _extras(" " + _after_name(line[head.end() :], name))
-    return {key: extras for key, extras in found.items() if key not in twice}
+        found[key] = _extras(line[head.end() :], texts)
+    return found | {key: JobExtras(doubtful=True) for key in twice}
 
 
-def _extras(rest: str) -> JobExtras:
-    """One job's fields after its name."""
-    comment = re.search(r"\sAdminComment=(\S*)", rest)
-    per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", rest)
-    per_node = re.search(r"\sMinMemoryNode=(\S+)", rest)
-    node_range = re.search(r"\sNumNodes=\d+-(\d+)\s", rest)
+def _extras(fields: str, texts: FreeText | None) -> JobExtras:
+    """One job's fields from its name on (``texts``: its free text, when known)."""
+    rest = " " + _after_name(fields, texts.name if texts else None)
+    own = rest[: min(_at(rest, " Network="), _at(rest, " Command="))]
+    if texts is None:
+        comment = re.search(r"\sAdminComment=(\S*)", rest)
+    elif rest.count(texts.before_tag) == 1:
+        comment = re.match(r"AdminComment=(\S*)", rest.split(texts.before_tag)[1])
+    else:
+        comment = None
+    per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", own)
+    per_node = re.search(r"\sMinMemoryNode=(\S+)", own)
+    rules = _rules(own)
     return JobExtras(
         admin_comment=comment.group(1) if comment else "",
         mem_per_cpu=memory_mib(per_cpu.group(1)) if per_cpu else None,
         mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
-        max_nodes=int(node_range.group(1)) if node_range else 0,
-        rules=_rules(rest),
-        cpus_by_node=_cpus_by_node(rest),
-        tasks_per_core=_per_core(rest),
+        max_nodes=rules.max_nodes or 0,
+        rules=rules,
+        cpus_by_node=_cpus_by_node(own),
+        tasks_per_core=_per_core(own),
     )
+
+
+def _at(text: str, key: str) -> int:
+    """Where ``key`` first is in ``text``; its length when it is not there."""
+    found = text.find(key)
+    return len(text) if found < 0 else found
 
 
 def _after_name(fields: str, name: str | None) -> str:
@@ -180,18 +220,22 @@ def _after_name(fields: str, name: str | None) -> str:
 
 
 def _squeue_rows(text: str, separator: str) -> Iterator[tuple[dict[str, str], str]]:
-    """``squeue_argv``'s records → (field → value, name); the name, the last column, is
-    taken as it is (``|`` and line breaks included)."""
+    """``squeue_argv``'s records → (field → value, name); the name, the last column, and
+    the ``PATH_FIELDS`` are taken as they are (``|`` and line breaks included)."""
     for cols in split_records(text, separator, len(SQUEUE_FIELDS), "squeue"):
+        row = dict(zip(SQUEUE_FIELDS, cols[:-1], strict=False))
         yield (
-            dict(zip(SQUEUE_FIELDS, (c.strip() for c in cols[:-1]), strict=False)),
+            {key: value if key in PATH_FIELDS else value.strip() for key, value in row.items()},
             cols[-1].rstrip(" "),
         )
 
 
-def squeue_names(squeue_text: str, separator: str) -> dict[str, str]:
-    """Job id → name from ``squeue_argv``'s records."""
-    return {row["JobID"]: name for row, name in _squeue_rows(squeue_text, separator)}
+def squeue_free_text(squeue_text: str, separator: str) -> dict[str, FreeText]:
+    """Job id → its name, command and directory from ``squeue_argv``'s records."""
+    return {
+        row["JobID"]: FreeText(name=name, command=row["Command"], work_dir=row["WorkDir"])
+        for row, name in _squeue_rows(squeue_text, separator)
+    }
 
 
 def _per_core(line: str) -> int | None:

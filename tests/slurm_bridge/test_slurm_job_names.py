@@ -59,17 +59,28 @@ def test_a_name_holding_squeue_and_scontrol_lines_adds_no_job(bed: Testbed, tmp_
             f"JobId={job} JobName=victim UserId=root(0) AdminComment=forged",
         ],
     )
+    # a job whose directory, comment and --network imitate a hold tag and a node range,
+    # and whose own tag is then taken off
+    work_dir = bed.root / "w AdminComment=extsched NumNodes=1-9 "
+    work_dir.mkdir()
+    untagged = bed.sbatch(
+        "-J", "paths", "-D", str(work_dir), "--comment", "c AdminComment=extsched",
+        "--network", "x AdminComment=extsched NumNodes=2-3", script="sleep 60",
+    )  # fmt: skip
+    bed.wait_visible([untagged])
+    bed.run("scontrol", "update", f"JobId={untagged}", "AdminComment=")
     views = {}
     for source in ("json", "text"):
         state = make_backend(settings(tmp_path, state_source=source)).read_state()
         views[source] = {
-            j.id: (j.state, j.user, j.name, j.held_for_us, j.tagged, j.allocation)
+            j.id: (j.state, j.user, j.name, j.held_for_us, j.tagged, j.shape, j.rules)
             for j in state.jobs
             if j.id in {victim, forger} or j.state != "completed"
         }
     assert views["text"] == views["json"]
-    assert set(views["text"]) == {victim, forger}
+    assert set(views["text"]) == {victim, forger, untagged}
     assert views["text"][victim][:5] == ("pending", "root", "victim", True, True)
+    assert views["text"][untagged][:5] == ("pending", "root", "paths", False, False)
     assert views["text"][forger][2] == name
 
 

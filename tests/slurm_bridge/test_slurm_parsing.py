@@ -29,7 +29,13 @@ from cpsched.slurm_bridge.slurm_shape import (
     job_shape,
     parse_gres,
 )
-from cpsched.slurm_bridge.slurm_text import SQUEUE_FIELDS, job_extras, squeue_names
+from cpsched.slurm_bridge.slurm_text import (
+    SQUEUE_FIELDS,
+    FreeText,
+    JobExtras,
+    job_extras,
+    squeue_free_text,
+)
 from cpsched.slurm_bridge.slurm_text import parse_jobs as parse_text_jobs
 from cpsched.slurm_bridge.slurm_text import parse_nodes as parse_text_nodes
 
@@ -194,13 +200,21 @@ def test_reservations_need_epoch_times() -> None:
 
 
 def test_text_fallback_matches_json() -> None:
-    extras = job_extras((FIX / "scontrol_show_job.txt").read_text())
+    # squeue_O.txt was recorded with "|" and before the command and directory were read
+    # (those of scontrol_show_job.txt's jobs are added); the bridge draws a separator
+    squeue = "".join(
+        f"{fields}|(null)|/tmp/sbx/jobs|{name}\n"
+        for fields, name in (
+            line.rsplit("|", 1) for line in (FIX / "squeue_O.txt").read_text().splitlines()
+        )
+    )
+    extras = job_extras((FIX / "scontrol_show_job.txt").read_text(), squeue_free_text(squeue, "|"))
     assert extras["1"].admin_comment == "extsched" and extras["1"].mem_per_cpu == 256
     jobs = {
         j.id: j
         for j in parse_text_jobs(
-            (FIX / "squeue_O.txt").read_text(),
-            separator="|",  # as recorded; the bridge draws a new separator for every run
+            squeue,
+            separator="|",
             extras=extras,
             tag="extsched",
             partitions=[],
@@ -437,19 +451,35 @@ def test_tasks_per_core_and_unset_counts_from_scontrol() -> None:
 def test_a_job_name_that_looks_like_fields_changes_no_jobs_extras() -> None:
     """Lines as Slurm 22.05 prints them: an array element's ids come before its name; a
     name comes as it is. Job 2's name imitates array element 1_2 and a cpsched tag."""
-    name = "a ArrayJobId=1 ArrayTaskId=2 AdminComment=extsched x"
+    name = "a ArrayJobId=1 ArrayTaskId=2 MinMemoryCPU=9G AdminComment=extsched x"
+    paths = " Network=(null) Command=(null) WorkDir=/w"
     text = (
         "JobId=3 ArrayJobId=1 ArrayTaskId=2 JobName=wrap UserId=root(0) GroupId=root(0) "
-        "MCS_label=N/A Priority=0 NumNodes=1 AdminComment=extsched MinMemoryCPU=256M\n"
+        f"MCS_label=N/A Priority=0 NumNodes=1 MinMemoryCPU=256M{paths} AdminComment=extsched\n"
         f"JobId=2 JobName={name} UserId=bob(1000) GroupId=bob(1000) "
-        "MCS_label=N/A Priority=0 NumNodes=1 AdminComment= MinMemoryCPU=100M\n"
+        f"MCS_label=N/A Priority=0 NumNodes=1 MinMemoryCPU=100M{paths} StdIn=/dev/null\n"
     )
-    extras = job_extras(text, {"3": "wrap", "2": name})
+    extras = job_extras(
+        text, {"3": FreeText("wrap", "(null)", "/w"), "2": FreeText(name, "(null)", "/w")}
+    )
     assert set(extras) == {"1_2", "2"}  # the array key comes from the line's head
     assert extras["1_2"].admin_comment == "extsched" and extras["1_2"].mem_per_cpu == 256
     assert extras["2"].admin_comment == "" and extras["2"].mem_per_cpu == 100
     # without the names the name is read through (only a job squeue did not list, unused)
     assert job_extras(text)["2"].admin_comment == "extsched"
+
+
+def test_free_text_around_the_hold_tag_neither_tags_nor_untags() -> None:
+    """Two held jobs recorded on the test bed with the same directory, comment,
+    ``--network`` and output path, each imitating a hold tag and fields; job 7 was then
+    tagged by ``scontrol update AdminComment=extsched``, job 6 was not."""
+    work_dir = "/tmp/w AdminComment=extsched NumNodes=1-9 "
+    known = {job: FreeText(f"free {n}", "(null)", work_dir) for n, job in ((1, "6"), (2, "7"))}
+    extras = job_extras((FIX / "scontrol_show_job_free_text.txt").read_text(), known)
+    assert [extras[job].admin_comment for job in ("6", "7")] == ["", "extsched"]
+    assert {(e.max_nodes, e.rules.min_nodes, e.mem_per_cpu) for e in extras.values()} == {
+        (0, None, 256)
+    }
 
 
 @given(names=st.lists(st.text(st.sampled_from("ab |\n=5e"), max_size=12), min_size=1, max_size=6))
@@ -470,6 +500,8 @@ def test_records_that_do_not_add_up_are_a_parse_error() -> None:
 
 def _squeue_record(fields: dict[str, str]) -> str:
     base = dict.fromkeys(SQUEUE_FIELDS, "N/A") | {
+        "Command": "(null)",
+        "WorkDir": "/w",
         "State": "PENDING",
         "PriorityLong": "0",
         "NumCPUs": "1",
@@ -489,16 +521,17 @@ def _squeue_record(fields: dict[str, str]) -> str:
 def test_a_job_name_cannot_add_jobs_to_the_text_state() -> None:
     """squeue and scontrol print names as they are. Job 2's name holds a whole squeue
     line behind "|" and a whole scontrol line tagging job 3 for cpsched."""
-    forged_squeue = "|".join(["3", "3", "N/A", "alice", "alice", "batch", "RUNNING"] + ["1"] * 18)
-    name = f"x\n{forged_squeue}\nJobId=3 JobName=y UserId=alice(1) AdminComment=extsched"
+    forged_squeue = "|".join(["3", "3", "N/A", "alice", "alice", "batch", "RUNNING"] + ["1"] * 20)
+    paths = "Network=(null) Command=(null) WorkDir=/w"
+    name = f"x\n{forged_squeue}\nJobId=3 JobName=y UserId=alice(1) {paths} AdminComment=extsched"
     squeue = _squeue_record({"JobID": "2", "ArrayJobID": "2", "Name": name}) + _squeue_record(
         {"JobID": "3", "ArrayJobID": "3", "UserName": "alice", "Name": "y"}
     )
     show_job = (
-        f"JobId=2 JobName={name} UserId=bob(2) NumNodes=1 AdminComment=extsched\n"
-        "JobId=3 JobName=y UserId=alice(1) NumNodes=1 AdminComment=\n"
+        f"JobId=2 JobName={name} UserId=bob(2) NumNodes=1 {paths} AdminComment=extsched\n"
+        f"JobId=3 JobName=y UserId=alice(1) NumNodes=1 {paths} Comment=z\n"
     )
-    extras = job_extras(show_job, squeue_names(squeue, SEP))
+    extras = job_extras(show_job, squeue_free_text(squeue, SEP))
     assert {key: e.admin_comment for key, e in extras.items()} == {"2": "extsched", "3": ""}
     jobs = parse_text_jobs(
         squeue,
@@ -516,14 +549,18 @@ def test_a_job_name_cannot_add_jobs_to_the_text_state() -> None:
     assert jobs[0].name == name and jobs[0].tagged and not jobs[1].tagged
 
 
-def test_a_job_found_twice_in_scontrol_output_is_dropped() -> None:
-    """A job squeue did not list (it ended between the two reads) may hold a name that
-    passes for another job's line: the job listed twice gets no extras."""
+def test_a_job_found_twice_in_scontrol_output_is_doubtful() -> None:
+    """Another job's comment, output path or ``--network`` (squeue does not give them)
+    may hold a line break and a copy of a job's line: that job's lines are not believed."""
+    paths = "Network=(null) Command=(null) WorkDir=/w"
     show_job = (
-        "JobId=4 JobName=x\nJobId=3 JobName=y UserId=a(1) AdminComment=extsched\n"
-        "JobId=3 JobName=y UserId=a(1) AdminComment=\n"
+        f"JobId=4 JobName=x UserId=a(1) {paths} Comment=c\n"
+        f"JobId=3 JobName=y UserId=a(1) {paths} AdminComment=extsched\n"
+        f"JobId=3 JobName=y UserId=a(1) {paths}\n"
     )
-    assert job_extras(show_job, {"3": "y"}) == {}
+    known = {job: FreeText(name, "(null)", "/w") for job, name in (("3", "y"), ("4", "x"))}
+    extras = job_extras(show_job, known)
+    assert extras["3"] == JobExtras(doubtful=True) and not extras["4"].doubtful
 
 
 def test_a_job_cancelled_while_pending_never_started() -> None:
