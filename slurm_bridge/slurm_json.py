@@ -145,6 +145,8 @@ def parse_job(
         gres_per_job=parse_gres(raw.get("tres_per_job")),
         tasks_per_node=set_count(_int(raw.get("tasks_per_node"))),
         tasks_per_core=set_count(_int(raw.get("tasks_per_core"))),
+        threads_per_core=set_count(_int(raw.get("threads_per_core"))),
+        allocated=state != "pending",
     )
     partition = str(raw.get("partition") or "")
     shape = job_shape(request, rounding=cores.for_job(partition))

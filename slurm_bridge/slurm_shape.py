@@ -77,21 +77,33 @@ class SlurmRequest:
     gres_per_job: Amounts
     tasks_per_node: int | None = None  # --ntasks-per-node
     tasks_per_core: int | None = None  # --ntasks-per-core (1: a core per task)
+    threads_per_core: int | None = None  # --threads-per-core, --hint=nomultithread: 1
+    allocated: bool = False
+    """``cpus`` as Slurm allocated them (a running or ended job), not as asked."""
 
 
 @dataclass(frozen=True, slots=True)
 class CoreRounding:
     """How Slurm rounds a job's CPUs on a node: to whole cores of ``threads`` hardware
-    threads (1: not at all), each task on cores of its own with ``core_per_task``."""
+    threads (1: not at all), each task on cores of its own with ``core_per_task``, each
+    CPU asked on a core of its own with ``core_per_cpu`` (one thread used per core)."""
 
     threads: int = 1
     core_per_task: bool = False
+    core_per_cpu: bool = False
 
     def on_node(self, cpus: int, tasks: int, per_task: int) -> int:
         """CPUs Slurm allocates for ``tasks`` tasks holding ``cpus`` CPUs on one node."""
+        if self.core_per_cpu:
+            return cpus * self.threads
         if self.core_per_task:
             return tasks * whole_cores(per_task, self.threads)
         return whole_cores(cpus, self.threads)
+
+    def charged(self, held: int) -> int:
+        """The CPUs memory per CPU is charged on, of ``held`` allocated: with a core per
+        CPU asked, only those asked (seen with Slurm 22.05)."""
+        return held // self.threads if self.core_per_cpu else held
 
 
 NOT_ROUNDED = CoreRounding()
@@ -111,15 +123,19 @@ def job_shape(req: SlurmRequest, *, rounding: CoreRounding = NOT_ROUNDED) -> Job
     tasks = max(req.tasks, 1)
     nodes = max(req.node_count, 1)
     cpus = max(req.cpus, 1)
-    per_task_cpus = req.cpus_per_task or max(1, cpus // tasks)
-    if req.tasks_per_core == 1:
+    if req.threads_per_core == 1 and rounding.threads > 1:
+        rounding = CoreRounding(rounding.threads, core_per_cpu=True)
+        if req.allocated:  # a core for each CPU asked: those Slurm counts after the start
+            cpus = max(1, cpus // rounding.threads)
+    elif req.tasks_per_core == 1:
         rounding = CoreRounding(rounding.threads, core_per_task=True)
+    per_task_cpus = req.cpus_per_task or max(1, cpus // tasks)
     per_node_only = bool(req.gres_per_node) or req.mem_per_node is not None
     if tasks == 1 or req.max_nodes == 1 or (nodes == 1 and per_node_only):
         held = rounding.on_node(cpus, tasks, per_task_cpus)
         whole: Amounts = {"cpu": held}
         if req.mem_per_cpu:
-            whole["mem"] = req.mem_per_cpu * held
+            whole["mem"] = req.mem_per_cpu * rounding.charged(held)
         elif req.mem_per_node:
             whole["mem"] = req.mem_per_node
         _add(whole, req.gres_per_node, lambda count: count)
@@ -134,7 +150,7 @@ def job_shape(req: SlurmRequest, *, rounding: CoreRounding = NOT_ROUNDED) -> Job
         if req.mem_per_node:
             share["mem"] = req.mem_per_node
         elif req.mem_per_cpu:
-            share["mem"] = req.mem_per_cpu * node_cpus
+            share["mem"] = req.mem_per_cpu * rounding.charged(node_cpus)
         _add(share, req.gres_per_node, lambda count: count)
         _add(share, req.gres_per_task, lambda count: math.ceil(count * tasks / nodes))
         _add(share, req.gres_per_job, lambda count: math.ceil(count / nodes))
@@ -143,7 +159,7 @@ def job_shape(req: SlurmRequest, *, rounding: CoreRounding = NOT_ROUNDED) -> Job
     units = -(-tasks // group)
     unit: Amounts = {"cpu": unit_cpus}
     if req.mem_per_cpu:
-        unit["mem"] = req.mem_per_cpu * unit_cpus
+        unit["mem"] = req.mem_per_cpu * rounding.charged(unit_cpus)
     elif req.mem_per_node:
         unit["mem"] = math.ceil(req.mem_per_node / tasks) * group
     _add(unit, req.gres_per_task, lambda count: count)
@@ -160,9 +176,12 @@ def _task_unit(
     cores), which Slurm allocates exactly. Where such units would break the job's own
     rules (GRES per task, ``--ntasks-per-node`` not a whole number of units, fewer units
     than its least node count) or each task has cores of its own, a unit is one task on
-    whole cores: never less than Slurm allocates, at times more.
+    whole cores: never less than Slurm allocates, at times more. With a core per CPU
+    asked, a unit is one task on a core per CPU.
     """
     threads = rounding.threads
+    if rounding.core_per_cpu:
+        return 1, per_task * threads
     group = threads // math.gcd(per_task, threads)
     grouped_fits = (
         group > 1

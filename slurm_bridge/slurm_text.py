@@ -114,6 +114,7 @@ class JobExtras:
     cpus_by_node: dict[str, int] = field(default_factory=dict)
     """CPUs a running job holds on each node (``-d``'s ``Nodes=… CPU_IDs=…``)."""
     tasks_per_core: int | None = None  # --ntasks-per-core
+    threads_per_core: int | None = None  # --threads-per-core, --hint=nomultithread
     doubtful: bool = False
     """The job's line came more than once (another job's free text copied it): nothing
     in it is believed, so the job is not taken for one held for cpsched."""
@@ -200,6 +201,7 @@ def _extras(fields: str, texts: FreeText | None) -> JobExtras:
         rules=rules,
         cpus_by_node=_cpus_by_node(own),
         tasks_per_core=_per_core(own),
+        threads_per_core=_per_thread(own),
     )
 
 
@@ -236,6 +238,12 @@ def squeue_free_text(squeue_text: str, separator: str) -> dict[str, FreeText]:
         row["JobID"]: FreeText(name=name, command=row["Command"], work_dir=row["WorkDir"])
         for row, name in _squeue_rows(squeue_text, separator)
     }
+
+
+def _per_thread(line: str) -> int | None:
+    """``ReqB:S:C:T=0:0:*:1`` → 1 (``--threads-per-core``); None when not set."""
+    threads = _value(line, "ReqB:S:C:T").split(":")[-1]
+    return set_count(int(threads)) if threads.isdigit() else None
 
 
 def _per_core(line: str) -> int | None:
@@ -352,6 +360,7 @@ def parse_jobs(
             continue  # pending array meta-record
         job_id = f"{row['ArrayJobID']}_{task}" if task.isdigit() else row["JobID"]
         extra = extras.get(job_id, JobExtras())
+        state = job_state(row["State"])
         request = SlurmRequest(
             cpus=_num(row["NumCPUs"]) or 1,
             tasks=_num(row["NumTasks"]) or 1,
@@ -366,9 +375,10 @@ def parse_jobs(
             gres_per_job=parse_gres(row["tres-per-job"]),
             tasks_per_node=extra.rules.tasks_per_node,
             tasks_per_core=extra.tasks_per_core,
+            threads_per_core=extra.threads_per_core,
+            allocated=state != "pending",
         )
         shape = job_shape(request, rounding=cores.for_job(row["Partition"]))
-        state = job_state(row["State"])
         limit_min = time_limit_minutes(row["TimeLimit"])
         if limit_min is None:
             limit_min = partition_max.get(row["Partition"])

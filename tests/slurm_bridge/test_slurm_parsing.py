@@ -398,6 +398,29 @@ def test_tasks_are_not_paired_where_pairs_break_the_jobs_rules(
         assert shape.units_of_tasks(fields["tasks_per_node"]) == per_node
 
 
+@pytest.mark.parametrize(
+    ("tasks", "per_task", "fields", "shape_seen"),
+    [
+        # figures from the two-thread test bed (squeue -d's CPU_IDs, sinfo's AllocMem)
+        (1, 2, {"max_nodes": 1}, (1, 4, 200)),  # -n 1 -c 2: two cores, memory for 2 CPUs
+        (3, 1, {}, (3, 2, 100)),  # -n 3: a core a task, 4 + 2 CPUs on two nodes
+        (3, 1, {"cpus": 6, "allocated": True}, (3, 2, 100)),  # the same job running
+        (2, 1, {"node_count": 2, "max_nodes": 2}, (2, 2, 100)),  # -N 2 -n 2
+    ],
+)
+def test_one_thread_per_core_gives_each_cpu_asked_a_core(
+    tasks: int, per_task: int, fields: dict, shape_seen: tuple[int, int, int]
+) -> None:
+    """``--hint=nomultithread`` or ``--threads-per-core=1`` under ``CR_Core``."""
+    request = _request(tasks, per_task, mem_per_cpu=100, threads_per_core=1, **fields)
+    shape = job_shape(request, rounding=CoreRounding(2))
+    assert (shape.units, shape.per_unit["cpu"], shape.per_unit["mem"]) == shape_seen
+    assert shape.cpus_asked == tasks * per_task
+    if not request.allocated:  # not rounded (CR_CPU, say): as asked
+        unrounded = job_shape(request, rounding=CoreRounding(1))
+        assert unrounded.per_unit["cpu"] * unrounded.units == request.cpus
+
+
 def test_one_task_per_core_site_wide_gives_each_task_its_cores() -> None:
     nodes = parse_nodes(load("ht_sinfo.json"), [])
     config = {**CORE_SELECT, "SelectTypeParameters": "CR_CORE_MEMORY,CR_ONE_TASK_PER_CORE"}
@@ -446,6 +469,9 @@ def test_tasks_per_core_and_unset_counts_from_scontrol() -> None:
     assert job_extras(line.format("0:0:*:*"))["9"].tasks_per_core is None
     unset = job_extras(line.format("65534:0:*:65534"))["9"]
     assert unset.tasks_per_core is None and unset.rules.tasks_per_node is None
+    threads = "JobId=9 JobName=x NumNodes=1 ReqB:S:C:T=0:0:*:{} NtasksPerN:B:S:C=0:0:*:*\n"
+    assert job_extras(threads.format("1"))["9"].threads_per_core == 1  # --hint=nomultithread
+    assert job_extras(threads.format("*"))["9"].threads_per_core is None
 
 
 def test_a_job_name_that_looks_like_fields_changes_no_jobs_extras() -> None:

@@ -61,3 +61,24 @@ def test_a_task_job_lands_on_exactly_its_decided_cores(
     again = bridge.cycle()
     assert again.misplaced == {} and again.rehold == []
     assert again.unpinned == [job]
+
+
+def test_a_job_using_one_thread_per_core_gets_a_core_per_cpu(
+    two_thread_testbed: Testbed, cpsched_service: LocalService, tmp_path: Path
+) -> None:
+    bed = two_thread_testbed
+    # --hint=nomultithread: each of the 3 CPUs asked is a core (6 CPUs), which leaves
+    # one core of the four for a one-CPU job; the two start in one cycle.
+    wide = bed.sbatch("-J", "nomt", "-n", "3", "--hint=nomultithread", script="sleep 60")
+    one = bed.sbatch("-J", "one", "-n", "1", script="sleep 60")
+    bed.wait_visible([wide, one])
+    bridge = bridge_for(cpsched_service, bed, tmp_path)
+    report = bridge.cycle()
+    assert report.applied is not None and set(report.applied.started) == {wide, one}
+    decided = report.applied.started[wide]  # units of one task on one core
+    assert sorted(decided.values()) == [1, 2]
+    wait_running(bed, wide, one)
+    assert real_split(bed, wide) == {node: 2 * cores for node, cores in decided.items()}
+    assert sum(real_split(bed, one).values()) == 2
+    again = bridge.cycle()
+    assert again.misplaced == {} and again.rehold == []
