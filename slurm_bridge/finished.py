@@ -66,6 +66,8 @@ def parse_sacct(
         start, end = _epoch(row["start"]), _epoch(row["end"])
         if state in {"pending", "running"} or not start or not end:
             continue
+        if row["nodelist"].strip() in {"", "None assigned", "(null)"}:
+            continue  # cancelled while pending: a start time on no node, it never ran
         cpus = int(row["ncpus"]) if row["ncpus"].isdigit() else 1
         nodes = int(row["nnodes"]) if row["nnodes"].isdigit() else 1
         shape = (
@@ -101,39 +103,43 @@ def pick_finished(
     *,
     unseen_believed: Collection[str] | None = None,
 ) -> tuple[dict[str, JobView], dict[str, str]]:
-    """The ended jobs worth posting (job id → view), and those to refuse (job id → why).
+    """The ended jobs worth posting (job id → view), and the records not believed (job
+    id → why; they are read again next time, and count once they make sense).
 
     The jobcomp file holds job names as users gave them, line breaks included, so one
-    job's name can write whole records for others. A record is believed only for a job
-    that is not queued or running now (a requeued job ends again later) and that no
-    other record contradicts; with ``unseen_believed`` (for a forgeable source: the jobs
-    of the bridge's first read, its history), a job the bridge did not see (held,
-    running, or ended in ``squeue -t all``) only if it is one of those. What ``squeue
-    -t all`` says of an ended job wins; otherwise the bridge's last view of the job,
-    with the record's state and times.
+    job's name can write whole records for others. No record counts for a job queued or
+    running now (a requeued job ends again later). With ``unseen_believed`` (for a
+    forgeable source: the jobs of its first read, the history from before the bridge),
+    a record counts for a job the bridge did not see (held, running, or ended in
+    ``squeue -t all``) only if it is one of those. Records of one job that disagree on
+    its times count only where one starts when the bridge saw the job start (the last
+    run of a requeued job). What ``squeue -t all`` says of an ended job wins; otherwise
+    the bridge's last view of the job, with the record's state and times.
     """
     live = {j.id for j in state.jobs if j.state in {"pending", "running"}}
     from_squeue = {j.id: j for j in state.finished}
-    picked: dict[str, JobView] = {}
-    refused: dict[str, str] = {}
+    views: dict[str, dict[tuple[int, int], JobView]] = {}
+    disbelieved: dict[str, str] = {}
     for job in ended:
-        if job.id in live or job.start is None or job.end is None or job.id in refused:
+        if job.id in live or job.start is None or job.end is None:
             continue
-        best = from_squeue.get(job.id)
-        if best is None:
-            known = seen.get(job.id)
-            if known is None and unseen_believed is not None and job.id not in unseen_believed:
-                refused[job.id] = "ended record of a job the bridge never saw (a forged line?)"
+        best, known = from_squeue.get(job.id), seen.get(job.id)
+        if best is None and known is not None:
+            best = replace(known, state=job.state, start=job.start, end=job.end)
+        elif best is None:
+            if unseen_believed is not None and job.id not in unseen_believed:
+                disbelieved[job.id] = "ended record of a job the bridge never saw"
                 continue
-            best = (
-                job
-                if known is None
-                else replace(known, state=job.state, start=job.start, end=job.end)
-            )
-        earlier = picked.get(job.id)
-        if earlier is not None and (earlier.start, earlier.end) != (best.start, best.end):
-            del picked[job.id]
-            refused[job.id] = "ended records that contradict each other (a forged line?)"
-            continue
-        picked[job.id] = best
-    return picked, refused
+            best = job
+        if best.start is not None and best.end is not None:
+            views.setdefault(job.id, {})[(best.start, best.end)] = best
+    picked: dict[str, JobView] = {}
+    for job_id, by_times in views.items():
+        if len(by_times) > 1:
+            started = seen[job_id].start if job_id in seen else None
+            by_times = {times: v for times, v in by_times.items() if times[0] == started}
+        if len(by_times) == 1:
+            picked[job_id] = next(iter(by_times.values()))
+        else:
+            disbelieved[job_id] = "ended records that disagree on its times"
+    return picked, disbelieved

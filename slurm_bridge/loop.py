@@ -50,6 +50,7 @@ class CycleReport:
     finished_posted: int = 0
     finished_duplicates: int = 0
     finished_refused: dict[str, str] = field(default_factory=dict)  # job → why
+    finished_disbelieved: dict[str, str] = field(default_factory=dict)  # job → why
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -73,7 +74,8 @@ class Bridge:
         self.outage_since: float | None = None
         self._outage_cause: str | None = None
         self.seen: dict[str, JobView] = {}  # last view of each job, for finished posts
-        self.history: frozenset[str] | None = None  # jobs of the first finished read
+        self.history: frozenset[str] | None = None  # first read of a forgeable source
+        self.disbelieved: set[str] = set()  # ended records not believed, said once
         self.drift_since: dict[str, float] = {}  # task job → first deferred for its split
 
     # ---- one cycle -------------------------------------------------------------
@@ -324,22 +326,22 @@ class Bridge:
 
     def _deliver_finished(self, state: ClusterState, report: CycleReport) -> None:
         # squeue -t all's ended jobs too: slurmdbd learns of an end some seconds later
-        in_squeue = [j for j in state.finished if j.start is not None]
+        ended = state.ended_after_start
         try:
-            ended = [*self.backend.finished_jobs(state), *in_squeue]
+            recorded = self.backend.finished_jobs(state)
         except BridgeError as exc:
             report.notes.append(f"finished jobs unreadable: {exc}")
-            ended = in_squeue
-        if self.backend.finished_forgeable and self.history is None:
-            self.history = frozenset(j.id for j in ended)
-        fresh, forged = pick_finished(
+        else:
+            ended = [*recorded, *ended]
+            if self.backend.finished_forgeable and self.history is None:
+                self.history = frozenset(j.id for j in recorded)
+        fresh, disbelieved = pick_finished(
             (j for j in ended if j.id not in self.book.delivered),
             state,
             self.seen,
             unseen_believed=self.history if self.backend.finished_forgeable else None,
         )
-        for job_id, why in forged.items():
-            self._refused_finished(state, job_id, state.time, why, report)
+        self._disbelieve(state, disbelieved, report)
         wire, refused = finished_batch(fresh.values())
         for job_id, why in refused.items():
             self._refused_finished(state, job_id, fresh[job_id].end or state.time, why, report)
@@ -361,6 +363,19 @@ class Bridge:
             # persist after every acknowledged chunk: a crash here must not re-count
             bookkeeping.save(self.settings.state_file, self.book)
         self.metrics.inc("finished_posted_total", report.finished_posted)
+
+    def _disbelieve(
+        self, state: ClusterState, disbelieved: dict[str, str], report: CycleReport
+    ) -> None:
+        """Ended records not believed: not posted, nor marked delivered (the job's true
+        end may come later), and said once each."""
+        for job_id in disbelieved.keys() - self.disbelieved:
+            why = disbelieved[job_id]
+            log.warning("ended record not believed; not posted", extra={"job": job_id, "why": why})
+            self.audit.record(state.time, "finished_disbelieved", job=job_id, why=why)
+            self.metrics.inc("finished_disbelieved_total")
+        report.finished_disbelieved = disbelieved
+        self.disbelieved = set(disbelieved)
 
     def _refused_finished(
         self, state: ClusterState, job_id: str, end: int, why: str, report: CycleReport

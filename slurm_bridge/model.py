@@ -192,5 +192,10 @@ class ClusterState:
     def finished(self) -> list[JobView]:
         return [j for j in self.jobs if j.state not in {"pending", "running"}]
 
+    @property
+    def ended_after_start(self) -> list[JobView]:
+        """Ended jobs that did start (one cancelled while pending did not)."""
+        return [j for j in self.finished if j.start is not None]
+
     def job(self, job_id: str) -> JobView | None:
         return next((j for j in self.jobs if j.id == job_id), None)

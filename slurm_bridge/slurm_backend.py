@@ -61,6 +61,12 @@ bridge must not pin a job into its window for long (Slurm itself would not start
 there: it would wait on its pinned nodes until the bridge re-holds it)."""
 
 
+REPROBE_S = 600
+"""How often ``finished_source = "auto"`` tries slurmdbd again once it read elsewhere."""
+DOUBTFUL_REREADS = 20
+"""Jobs re-read one by one per cycle when the whole list is doubtful about them."""
+
+
 @dataclass
 class SlurmBackend:
     runner: Runner
@@ -75,6 +81,7 @@ class SlurmBackend:
     splits_tasks: bool = True
     _finished_source_found: str | None = None
     _finished_failure: str | None = None  # why the source failed last, logged once
+    _reprobe: int = 0  # when auto tries slurmdbd again
     _doubtful: list[str] = field(default_factory=list)  # jobs listed twice, logged once
     _partitions: Refreshed[dict[str, PartitionView]] = field(init=False)
     _reservations: Refreshed[tuple[ReservationView, ...]] = field(init=False)
@@ -173,16 +180,19 @@ class SlurmBackend:
         nodes = slurm_text.parse_nodes(
             self.runner.run(slurm_text.sinfo_argv(self._cmd("sinfo"))), self.partitions
         )
-        # scontrol first: every job it lists is then in squeue's records, names included.
-        show_job = self.runner.run(
-            [self._cmd("scontrol"), "-o", "-d", "show", "job"], env=EPOCH_TIMES
-        )
+        # scontrol first, so that squeue lists every job it does, with their free text.
+        # A job submitted since may be missing there, and a copy of its line in another
+        # job's free text would be its only line: one submitted in a later second waits
+        # for the next read (submit times are in seconds; a job held at its submission is
+        # read in the cycle its submission starts).
+        before = int(time.time()) + 1
+        show_job = self._show_job()
         separator = field_separator()
         squeue = self.runner.run(
             slurm_text.squeue_argv(self._cmd("squeue"), separator), env=EPOCH_TIMES
         )
-        extras = slurm_text.job_extras(show_job, slurm_text.squeue_free_text(squeue, separator))
-        self._warn_doubtful(sorted(key for key, extra in extras.items() if extra.doubtful))
+        known = slurm_text.squeue_free_text(squeue, separator, submitted_before=before)
+        extras = self._settle_doubtful(slurm_text.job_extras(show_job, known), known)
         jobs = slurm_text.parse_jobs(
             squeue,
             separator=separator,
@@ -195,17 +205,32 @@ class SlurmBackend:
         )
         return self._state(now, nodes, jobs, partitions, notes)
 
-    def _warn_doubtful(self, jobs: list[str]) -> None:
-        """Say once which jobs' ``scontrol`` lines came twice (until that changes)."""
-        if jobs and jobs != self._doubtful:
+    def _show_job(self, job: str | None = None) -> str:
+        argv = [self._cmd("scontrol"), "-o", "-d", "show", "job"]
+        return self.runner.run([*argv, job] if job else argv, env=EPOCH_TIMES)
+
+    def _settle_doubtful(
+        self, extras: dict[str, slurm_text.JobExtras], known: Mapping[str, slurm_text.FreeText]
+    ) -> dict[str, slurm_text.JobExtras]:
+        """Read each job whose line came twice (or under another name) on its own, where
+        no other job's free text can copy it; say once which stay doubtful."""
+        doubtful = sorted(key for key, extra in extras.items() if extra.doubtful)
+        for key in doubtful[:DOUBTFUL_REREADS]:
+            try:
+                alone = slurm_text.job_extras(self._show_job(key), known).get(key)
+            except CommandError:  # ended meanwhile
+                continue
+            if alone is not None:
+                extras[key] = alone
+        still = [key for key in doubtful if extras[key].doubtful]
+        if still and still != self._doubtful:
             log.warning(
-                "scontrol show job lists jobs %s more than once: another job's free text "
-                "(comment, output path, --network) holds line breaks and a copy of their "
-                "line. They are not taken for jobs held for cpsched while that job is "
-                "listed; find it with: scontrol -o show job | grep -c '^JobId=<id> '",
-                ",".join(jobs),
+                "scontrol show job gives jobs %s more than once or under another name, "
+                "even read one by one; they are not taken for jobs held for cpsched",
+                ",".join(still),
             )
-        self._doubtful = jobs
+        self._doubtful = still
+        return extras
 
     def _state(
         self,
@@ -323,50 +348,49 @@ class SlurmBackend:
     # ---- finished jobs -----------------------------------------------------------
     def finished_jobs(self, state: ClusterState) -> list[JobView]:
         """From slurmdbd first (its records are the controller's), then the jobcomp file
-        (which job names can write lines into), then ``squeue -t all``."""
+        (which job names can write lines into), then ``squeue -t all``. With ``auto``,
+        slurmdbd is tried again every ``REPROBE_S`` when another source was settled on."""
         source = self._finished_source_found or self.finished_source
+        if self.finished_source == "auto" and source != "sacct" and state.time >= self._reprobe:
+            source, self._reprobe = "auto", state.time + REPROBE_S
         candidates = ["sacct", "jobcomp", "squeue"] if source == "auto" else [source]
         for candidate in candidates:
             if candidate == "squeue":
-                self._finished_source_found = "squeue"
-                return _ended_in_squeue(state)
+                self._settle_finished(candidate, state.time)
+                return state.ended_after_start
             separator = field_separator()
             try:
                 out = self.runner.run(
                     sacct_argv(self._cmd("sacct"), separator, jobcomp=candidate == "jobcomp"),
                     env=EPOCH_TIMES,
                 )
-            except CommandError as exc:
+                jobs = parse_sacct(
+                    out,
+                    separator,
+                    partitions=self.partitions,
+                    unlimited_s=self.unlimited_s,
+                    now=state.time,
+                )
+            except (CommandError, StateParseError) as exc:
                 if source == "auto":
-                    log.info("finished jobs: %s not usable (%s)", candidate, exc.reason)
+                    log.info("finished jobs: %s not usable (%s)", candidate, exc)
                     continue
-                # It can fail after working: Slurm 22.05's sacct -c dies on a jobcomp line
-                # without a state or times, which a job's name can write. Meanwhile the
-                # jobs squeue -t all still lists are delivered.
-                if exc.reason != self._finished_failure:
-                    log.error(
-                        "finished jobs: %s failed (%s); delivering those squeue -t all "
-                        "still lists until it works again",
-                        candidate,
-                        exc,
-                    )
-                self._finished_failure = exc.reason
-                return _ended_in_squeue(state)
-            self._finished_source_found = candidate
-            self._finished_failure = None
-            return parse_sacct(
-                out,
-                separator,
-                partitions=self.partitions,
-                unlimited_s=self.unlimited_s,
-                now=state.time,
-            )
+                # A source can fail for good: Slurm 22.05's sacct -c dies on a jobcomp
+                # line without a state or times, which a job's name can write. The loop
+                # still posts the ended jobs squeue -t all lists.
+                if str(exc) != self._finished_failure:
+                    log.error("finished jobs: %s failed: %s", candidate, exc)
+                self._finished_failure = str(exc)
+                raise
+            self._settle_finished(candidate, state.time)
+            return jobs
         return []
 
-
-def _ended_in_squeue(state: ClusterState) -> list[JobView]:
-    """Ended jobs that started, as ``squeue -t all`` lists them (``MinJobAge`` seconds)."""
-    return [j for j in state.finished if j.start]
+    def _settle_finished(self, source: str, now: int) -> None:
+        if source != self._finished_source_found:
+            self._reprobe = now + REPROBE_S
+        self._finished_source_found = source
+        self._finished_failure = None
 
 
 def _load(text: str, what: str) -> dict:

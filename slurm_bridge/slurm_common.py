@@ -181,8 +181,8 @@ def field_separator() -> str:
 
 def split_records(text: str, separator: str, width: int, what: str) -> list[list[str]]:
     """Records of ``width`` fields, each field but the last ended by ``separator``, each
-    record by a line break. The last field (a job name) may hold line breaks: it runs
-    to the last line break before the next record's first field, which holds none."""
+    record by a line break. Any field may hold line breaks but the first (a job id): the
+    last (a job name) runs to the last line break before the next record's first field."""
     body = text.removesuffix("\n")
     if not body.strip():
         return []

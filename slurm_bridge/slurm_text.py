@@ -109,7 +109,6 @@ class JobExtras:
     admin_comment: str = ""
     mem_per_cpu: int | None = None
     mem_per_node: int | None = None
-    max_nodes: int = 0  # 0: not limited ("NumNodes=1"); "NumNodes=2-2" gives 2
     rules: JobRules = field(default_factory=JobRules)
     cpus_by_node: dict[str, int] = field(default_factory=dict)
     """CPUs a running job holds on each node (``-d``'s ``Nodes=… CPU_IDs=…``)."""
@@ -149,16 +148,18 @@ def job_extras(
 
     Users write some fields freely (name, command, directory, comment, output paths,
     ``--network``) and scontrol prints them as they are, spaces and line breaks included:
-    they may look like other fields or other jobs' lines. ``known`` (from
-    ``squeue_free_text``, read after this output so that it lists every job here) gives
-    each job's name, command and directory: a job's line runs on over their line breaks;
-    its fields are read between its name and its first free text after it (``Network``),
-    and its AdminComment only right after its command and directory. A job squeue did not
-    list is passed over; a job whose line comes twice is ``doubtful``.
+    they may look like other fields or other jobs' lines. ``known`` (``squeue_free_text``
+    of the jobs that existed before this output was read) gives each job's name, command
+    and directory: a job's line runs on over their line breaks; its fields are read
+    between its name and its first free text after it (``Network``), and its AdminComment
+    only right after its command and directory. A job not known is passed over. A job is
+    ``doubtful`` when its line comes twice, or starts with a name other than the known
+    one (renamed between the reads: its line breaks cannot be followed). Without
+    ``known`` every line is read through.
     """
     found: dict[str, JobExtras] = {}
-    twice: set[str] = set()
-    lines = scontrol_show_job.splitlines()
+    doubtful: set[str] = set()
+    lines = scontrol_show_job.split("\n")  # not splitlines: a name may hold \r or \x85
     at = 0
     while at < len(lines):
         line = lines[at]
@@ -167,22 +168,27 @@ def job_extras(
         if not head:
             continue
         job_id, array_id, task_id = head.groups()
+        key = f"{array_id}_{task_id}" if array_id else job_id
         texts = None if known is None else known.get(job_id)
         if known is not None and texts is None:
             continue
-        if texts is not None and texts.line_breaks:
-            line = "\n".join(lines[at - 1 : at + texts.line_breaks])
-            at += texts.line_breaks
-        key = f"{array_id}_{task_id}" if array_id else job_id
+        fields = line[head.end() :]
+        if texts is not None:
+            joined = "\n".join(lines[at - 1 : at + texts.line_breaks])[head.end() :]
+            after = _after_name(joined, texts.name)
+            if after is None:
+                doubtful.add(key)
+                continue
+            fields, at = after, at + texts.line_breaks
         if key in found:
-            twice.add(key)
-        found[key] = _extras(line[head.end() :], texts)
-    return found | {key: JobExtras(doubtful=True) for key in twice}
+            doubtful.add(key)
+        found[key] = _extras(fields, texts)
+    return found | {key: JobExtras(doubtful=True) for key in doubtful}
 
 
 def _extras(fields: str, texts: FreeText | None) -> JobExtras:
-    """One job's fields from its name on (``texts``: its free text, when known)."""
-    rest = " " + _after_name(fields, texts.name if texts else None)
+    """One job's fields after its name (``texts``: its free text, when known)."""
+    rest = " " + fields
     own = rest[: min(_at(rest, " Network="), _at(rest, " Command="))]
     if texts is None:
         comment = re.search(r"\sAdminComment=(\S*)", rest)
@@ -192,13 +198,11 @@ def _extras(fields: str, texts: FreeText | None) -> JobExtras:
         comment = None
     per_cpu = re.search(r"\sMinMemoryCPU=(\S+)", own)
     per_node = re.search(r"\sMinMemoryNode=(\S+)", own)
-    rules = _rules(own)
     return JobExtras(
         admin_comment=comment.group(1) if comment else "",
         mem_per_cpu=memory_mib(per_cpu.group(1)) if per_cpu else None,
         mem_per_node=memory_mib(per_node.group(1)) if per_node else None,
-        max_nodes=rules.max_nodes or 0,
-        rules=rules,
+        rules=_rules(own),
         cpus_by_node=_cpus_by_node(own),
         tasks_per_core=_per_core(own),
         threads_per_core=_per_thread(own),
@@ -211,14 +215,14 @@ def _at(text: str, key: str) -> int:
     return len(text) if found < 0 else found
 
 
-def _after_name(fields: str, name: str | None) -> str:
-    """The fields after a job's name (``fields`` starts with it), when the name is known
-    and is followed by ``UserId=`` (squeue pads names, so trailing spaces are lost)."""
-    if name is not None and fields.startswith(name):
+def _after_name(fields: str, name: str) -> str | None:
+    """The fields after a job's name (``fields`` starts with it), when they do start with
+    it and ``UserId=`` follows (squeue pads names, so trailing spaces are lost)."""
+    if fields.startswith(name):
         after = fields[len(name) :].lstrip(" ")
         if after.startswith("UserId="):
             return after
-    return fields
+    return None
 
 
 def _squeue_rows(text: str, separator: str) -> Iterator[tuple[dict[str, str], str]]:
@@ -232,11 +236,15 @@ def _squeue_rows(text: str, separator: str) -> Iterator[tuple[dict[str, str], st
         )
 
 
-def squeue_free_text(squeue_text: str, separator: str) -> dict[str, FreeText]:
-    """Job id → its name, command and directory from ``squeue_argv``'s records."""
+def squeue_free_text(
+    squeue_text: str, separator: str, *, submitted_before: int | None = None
+) -> dict[str, FreeText]:
+    """Job id → its name, command and directory from ``squeue_argv``'s records; with
+    ``submitted_before`` (epoch seconds), only of jobs submitted before then."""
     return {
         row["JobID"]: FreeText(name=name, command=row["Command"], work_dir=row["WorkDir"])
         for row, name in _squeue_rows(squeue_text, separator)
+        if submitted_before is None or (_epoch(row["SubmitTime"]) or 0) < submitted_before
     }
 
 
@@ -366,7 +374,9 @@ def parse_jobs(
             tasks=_num(row["NumTasks"]) or 1,
             node_count=_num(row["NumNodes"]) or 1,
             # squeue -O MaxNodes prints the node count when no maximum was asked for
-            max_nodes=extra.max_nodes if job_id in extras else _num(row["MaxNodes"]) or 0,
+            max_nodes=extra.rules.max_nodes or 0
+            if job_id in extras
+            else _num(row["MaxNodes"]) or 0,
             cpus_per_task=_num(row["cpus-per-task"]),
             mem_per_cpu=extra.mem_per_cpu,
             mem_per_node=extra.mem_per_node,

@@ -164,8 +164,9 @@ def test_run_loop_backs_off_and_never_exits_on_errors(tmp_path: Path) -> None:
 
 def test_ended_records_a_job_name_may_have_forged_are_not_posted(tmp_path: Path) -> None:
     """The jobcomp file takes job names as they are, so a name can add records: the
-    bridge posts only ends that the jobs it saw make believable."""
-    queued, gone = held("3"), replace(held("4"), state="completed", start=5000, end=5050)
+    bridge posts only ends that the jobs it saw make believable, and a record it does not
+    believe keeps no job's true end out."""
+    queued = held("3")
     cluster = FakeCluster(state(queued), finished_forgeable=True)
     history = replace(held("8"), state="completed", start=4000, end=4100)
     cluster.ended = [history]
@@ -174,24 +175,48 @@ def test_ended_records_a_job_name_may_have_forged_are_not_posted(tmp_path: Path)
     bridge.cycle()  # sees job 3 queued; the file's jobs before it are its history
     service.down = False
     ended = replace(queued, state="completed", held_for_us=False)
-    cluster.ended = [
-        history,
-        replace(ended, start=5000, end=5100),  # job 3 is still queued: not ended yet
-        replace(held("7"), state="completed", start=1, end=2),  # never seen, not history
-    ]
-    report = bridge.cycle()
+    forged = replace(held("7"), state="completed", start=1, end=2)  # never seen
+    cluster.ended = [history, replace(ended, start=5000, end=5100), forged]
+    report = bridge.cycle()  # job 3 is still queued: its record cannot be true yet
     assert [j["id"] for j in service.posted_finished] == ["8"]
-    assert list(report.finished_refused) == ["7"]
-    cluster.state = state(gone)  # job 4 ended, in squeue -t all: its own view wins
-    cluster.ended = [replace(gone, end=5999), replace(gone, start=5001, end=5060)]
+    assert list(report.finished_disbelieved) == ["7"] and report.finished_refused == {}
+    # job 7 is real after all: submitted, run, ended; its own record now counts
+    cluster.state = state(queued, replace(held("7"), state="running", start=5000))
     bridge.cycle()
-    assert service.posted_finished[-1]["id"] == "4"
-    assert service.posted_finished[-1]["end"] == 5050
-    cluster.state = state()  # job 3 ended; two records disagree on when: neither is posted
-    cluster.ended = [replace(ended, start=5000, end=5100), replace(ended, start=5000, end=9000)]
+    cluster.state = state(queued)
+    cluster.ended = [forged, replace(forged, start=5000, end=5060)]
+    bridge.cycle()
+    assert service.posted_finished[-1]["id"] == "7"
+    assert (service.posted_finished[-1]["start"], service.posted_finished[-1]["end"]) == (
+        5000,
+        5060,
+    )
+    # job 3 ran twice (requeued): the run the bridge saw start is the one posted
+    cluster.state = state(replace(queued, state="running", start=5200, held_for_us=False))
+    bridge.cycle()
+    cluster.state = state()
+    cluster.ended = [replace(ended, start=5000, end=5100), replace(ended, start=5200, end=5300)]
+    bridge.cycle()
+    assert service.posted_finished[-1]["id"] == "3"
+    assert service.posted_finished[-1]["end"] == 5300
+    # records that disagree where the bridge saw no start: neither is posted, both stay
+    cluster.ended = [
+        replace(held("9"), state="completed", start=4000, end=4050),
+        replace(held("9"), state="completed", start=4000, end=4090),
+    ]
+    bridge.history = frozenset({"8", "9"})
     report = bridge.cycle()
-    assert [j["id"] for j in service.posted_finished] == ["8", "4"]
-    assert "contradict" in report.finished_refused["3"]
+    assert "disagree" in report.finished_disbelieved["9"]
+    assert [j["id"] for j in service.posted_finished] == ["8", "7", "3"]
+
+
+def test_ended_jobs_in_squeue_win_over_their_records(tmp_path: Path) -> None:
+    gone = replace(held("4"), state="completed", start=5000, end=5050, held_for_us=False)
+    cluster = FakeCluster(state(gone), finished_forgeable=True)
+    cluster.ended = [replace(gone, end=5999), replace(gone, start=5001, end=5060)]
+    service = ScriptedService()
+    make(tmp_path, cluster, service).cycle()
+    assert [(j["id"], j["end"]) for j in service.posted_finished] == [("4", 5050)]
 
 
 def test_ended_jobs_the_bridge_never_saw_are_posted_from_a_trusted_source(

@@ -255,6 +255,8 @@ def test_sacct_jobcomp_output() -> None:
         "8|bob(1000)|users|other|node1|COMPLETED|1795361200|1795361290|1795361350|10|2|1|x",
         "9|bob(1000)|users|batch|None assigned|CANCELLED|1795361200|Unknown|1795361350|10|1|0|y",
         "7.batch|bob(1000)|users|batch|node1|COMPLETED|1|2|3|10|2|1|batch",
+        # cancelled while pending: slurmctld gives it its end as a start, on no node
+        "10|bob(1000)|users|batch|None assigned|CANCELLED by 0|1|1795361350|1795361350|10|1|0|z",
     ]
     text = "".join(row.replace("|", SEP, 12) + "\n" for row in rows)
     jobs = {j.id: j for j in parse_sacct(text, SEP, partitions=["batch"], unlimited_s=60, now=0)}
@@ -491,7 +493,7 @@ def test_a_job_name_that_looks_like_fields_changes_no_jobs_extras() -> None:
     assert set(extras) == {"1_2", "2"}  # the array key comes from the line's head
     assert extras["1_2"].admin_comment == "extsched" and extras["1_2"].mem_per_cpu == 256
     assert extras["2"].admin_comment == "" and extras["2"].mem_per_cpu == 100
-    # without the names the name is read through (only a job squeue did not list, unused)
+    # without knowing the names, lines are read through
     assert job_extras(text)["2"].admin_comment == "extsched"
 
 
@@ -503,8 +505,8 @@ def test_free_text_around_the_hold_tag_neither_tags_nor_untags() -> None:
     known = {job: FreeText(f"free {n}", "(null)", work_dir) for n, job in ((1, "6"), (2, "7"))}
     extras = job_extras((FIX / "scontrol_show_job_free_text.txt").read_text(), known)
     assert [extras[job].admin_comment for job in ("6", "7")] == ["", "extsched"]
-    assert {(e.max_nodes, e.rules.min_nodes, e.mem_per_cpu) for e in extras.values()} == {
-        (0, None, 256)
+    assert {(e.rules.max_nodes, e.rules.min_nodes, e.mem_per_cpu) for e in extras.values()} == {
+        (None, None, 256)
     }
 
 
@@ -620,3 +622,33 @@ def test_a_job_cancelled_while_pending_never_started() -> None:
         unlimited_s=3600,
     )
     assert [(j.id, j.start) for j in jobs] == [("7", None), ("8", 1795349284)]
+
+
+def test_a_jobs_line_runs_on_over_line_breaks_in_its_name_command_and_directory() -> None:
+    paths = "Network=(null) Command=/home/b/run\nit.sh WorkDir=/home/b/a\rb"
+    show_job = (
+        f"JobId=5 JobName=n\u2028x\ny UserId=b(1) MinMemoryCPU=100M {paths} AdminComment=extsched\n"
+        "JobId=6 JobName=z UserId=b(1) MinMemoryCPU=200M Network=(null) Command=(null) "
+        "WorkDir=/w AdminComment=extsched\n"
+    )
+    known = {
+        "5": FreeText("n\u2028x\ny", "/home/b/run\nit.sh", "/home/b/a\rb"),
+        "6": FreeText("z", "(null)", "/w"),
+    }
+    extras = job_extras(show_job, known)
+    assert [(e.admin_comment, e.mem_per_cpu, e.doubtful) for e in extras.values()] == [
+        ("extsched", 100, False),
+        ("extsched", 200, False),
+    ]
+    # renamed between the two reads: its line breaks cannot be followed; job 6 is intact
+    renamed = {**known, "5": FreeText("n\n\n\n", "/home/b/run\nit.sh", "/home/b/a\rb")}
+    extras = job_extras(show_job, renamed)
+    assert extras["5"].doubtful and extras["6"].admin_comment == "extsched"
+
+
+def test_free_text_is_known_only_for_jobs_submitted_before_scontrol_ran() -> None:
+    squeue = _squeue_record({"JobID": "2", "SubmitTime": "100"}) + _squeue_record(
+        {"JobID": "3", "SubmitTime": "200"}
+    )
+    assert set(squeue_free_text(squeue, SEP)) == {"2", "3"}
+    assert set(squeue_free_text(squeue, SEP, submitted_before=200)) == {"2"}
