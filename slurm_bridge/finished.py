@@ -116,7 +116,8 @@ def pick_finished(
     run of a requeued job). What ``squeue -t all`` says of an ended job wins; otherwise
     the bridge's last view of the job, with the record's state and times.
     """
-    live = {j.id for j in state.jobs if j.state in {"pending", "running"}}
+    live_states = {"pending", "running"}
+    live = {j.id for j in state.jobs if j.state in live_states}
     from_squeue = {j.id: j for j in state.finished}
     views: dict[str, dict[tuple[int, int], JobView]] = {}
     disbelieved: dict[str, str] = {}
@@ -124,6 +125,8 @@ def pick_finished(
         if job.id in live or job.start is None or job.end is None:
             continue
         best, known = from_squeue.get(job.id), seen.get(job.id)
+        if known is not None and known.start is None and known.state not in live_states:
+            continue  # the bridge saw it end without starting: it never ran
         if best is None and known is not None:
             best = replace(known, state=job.state, start=job.start, end=job.end)
         elif best is None:

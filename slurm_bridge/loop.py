@@ -74,7 +74,7 @@ class Bridge:
         self.outage_since: float | None = None
         self._outage_cause: str | None = None
         self.seen: dict[str, JobView] = {}  # last view of each job, for finished posts
-        self.history: frozenset[str] | None = None  # first read of a forgeable source
+        self.history: frozenset[str] | None = None  # ended jobs of the first read
         self.disbelieved: set[str] = set()  # ended records not believed, said once
         self.drift_since: dict[str, float] = {}  # task job → first deferred for its split
 
@@ -327,14 +327,14 @@ class Bridge:
     def _deliver_finished(self, state: ClusterState, report: CycleReport) -> None:
         # squeue -t all's ended jobs too: slurmdbd learns of an end some seconds later
         ended = state.ended_after_start
+        recorded: list[JobView] = []
         try:
             recorded = self.backend.finished_jobs(state)
         except BridgeError as exc:
             report.notes.append(f"finished jobs unreadable: {exc}")
-        else:
-            ended = [*recorded, *ended]
-            if self.backend.finished_forgeable and self.history is None:
-                self.history = frozenset(j.id for j in recorded)
+        ended = [*recorded, *ended]
+        if self.history is None:  # the first read only: later ones may hold forged lines
+            self.history = frozenset(j.id for j in recorded)
         fresh, disbelieved = pick_finished(
             (j for j in ended if j.id not in self.book.delivered),
             state,
@@ -368,12 +368,18 @@ class Bridge:
         self, state: ClusterState, disbelieved: dict[str, str], report: CycleReport
     ) -> None:
         """Ended records not believed: not posted, nor marked delivered (the job's true
-        end may come later), and said once each."""
-        for job_id in disbelieved.keys() - self.disbelieved:
-            why = disbelieved[job_id]
-            log.warning("ended record not believed; not posted", extra={"job": job_id, "why": why})
-            self.audit.record(state.time, "finished_disbelieved", job=job_id, why=why)
-            self.metrics.inc("finished_disbelieved_total")
+        end may come later), and said once each (one log line a cycle, each in the audit)."""
+        new = sorted(disbelieved.keys() - self.disbelieved)
+        for job_id in new:
+            self.audit.record(
+                state.time, "finished_disbelieved", job=job_id, why=disbelieved[job_id]
+            )
+        if new:
+            log.warning(
+                "ended records not believed; not posted",
+                extra={"jobs": new[:20], "count": len(new), "why": disbelieved[new[0]]},
+            )
+            self.metrics.inc("finished_disbelieved_total", len(new))
         report.finished_disbelieved = disbelieved
         self.disbelieved = set(disbelieved)
 

@@ -83,6 +83,7 @@ class SlurmBackend:
     _finished_failure: str | None = None  # why the source failed last, logged once
     _reprobe: int = 0  # when auto tries slurmdbd again
     _doubtful: list[str] = field(default_factory=list)  # jobs listed twice, logged once
+    _reread_turn: int = 0  # where the next cycle's re-reads of doubtful jobs begin
     _partitions: Refreshed[dict[str, PartitionView]] = field(init=False)
     _reservations: Refreshed[tuple[ReservationView, ...]] = field(init=False)
     _limits: Refreshed[SiteLimits] = field(init=False)
@@ -212,22 +213,28 @@ class SlurmBackend:
     def _settle_doubtful(
         self, extras: dict[str, slurm_text.JobExtras], known: Mapping[str, slurm_text.FreeText]
     ) -> dict[str, slurm_text.JobExtras]:
-        """Read each job whose line came twice (or under another name) on its own, where
-        no other job's free text can copy it; say once which stay doubtful."""
+        """Read jobs whose line came twice (or under another name) on their own, where no
+        other job's free text can copy it: ``DOUBTFUL_REREADS`` a cycle, taking turns so
+        that many copies cannot keep one job in doubt. Say once which stay doubtful."""
         doubtful = sorted(key for key, extra in extras.items() if extra.doubtful)
-        for key in doubtful[:DOUBTFUL_REREADS]:
+        turn = self._reread_turn % len(doubtful) if doubtful else 0
+        for key in (doubtful[turn:] + doubtful[:turn])[:DOUBTFUL_REREADS]:
             try:
                 alone = slurm_text.job_extras(self._show_job(key), known).get(key)
             except CommandError:  # ended meanwhile
                 continue
             if alone is not None:
                 extras[key] = alone
+        self._reread_turn = turn + DOUBTFUL_REREADS
         still = [key for key in doubtful if extras[key].doubtful]
         if still and still != self._doubtful:
             log.warning(
-                "scontrol show job gives jobs %s more than once or under another name, "
-                "even read one by one; they are not taken for jobs held for cpsched",
+                "scontrol show job gives jobs %s more than once or under another name "
+                "(another job's free text holds copies of their lines); read on their own "
+                "%d a cycle in turn, they are not taken for jobs held for cpsched until "
+                "read clearly",
                 ",".join(still),
+                DOUBTFUL_REREADS,
             )
         self._doubtful = still
         return extras
@@ -378,9 +385,10 @@ class SlurmBackend:
                 # A source can fail for good: Slurm 22.05's sacct -c dies on a jobcomp
                 # line without a state or times, which a job's name can write. The loop
                 # still posts the ended jobs squeue -t all lists.
-                if str(exc) != self._finished_failure:
+                failure = f"{candidate}: {getattr(exc, 'reason', type(exc).__name__)}"
+                if failure != self._finished_failure:  # the message varies with the run
                     log.error("finished jobs: %s failed: %s", candidate, exc)
-                self._finished_failure = str(exc)
+                self._finished_failure = failure
                 raise
             self._settle_finished(candidate, state.time)
             return jobs

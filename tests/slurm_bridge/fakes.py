@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import httpx
 
 from cpsched.slurm_bridge.backend import ExactSplit
+from cpsched.slurm_bridge.errors import BridgeError
 from cpsched.slurm_bridge.model import ClusterState, JobShape, JobView, NodeView
 
 
@@ -74,6 +75,7 @@ class FakeCluster:
     splits_tasks: bool = True
     pins_splits: bool = False
     finished_forgeable: bool = False
+    finished_error: BridgeError | None = None  # finished_jobs raises it
     exact: dict[str, ExactSplit] = field(default_factory=dict)  # job → cores it was pinned to
 
     def read_state(self) -> ClusterState:
@@ -115,6 +117,8 @@ class FakeCluster:
         self.calls.append(("extend", job_id, str(new_limit_s)))
 
     def finished_jobs(self, state: ClusterState) -> list[JobView]:
+        if self.finished_error is not None:
+            raise self.finished_error
         return list(self.ended)
 
 

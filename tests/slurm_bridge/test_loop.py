@@ -227,3 +227,35 @@ def test_ended_jobs_the_bridge_never_saw_are_posted_from_a_trusted_source(
     service = ScriptedService()
     make(tmp_path, cluster, service).cycle()
     assert [j["id"] for j in service.posted_finished] == ["7"]
+
+
+def test_without_a_first_read_no_later_record_passes_for_history(tmp_path: Path) -> None:
+    """The jobcomp file could not be read at start: records that turn up later for jobs
+    the bridge never saw are not taken for history, and each is said once."""
+    cluster = FakeCluster(state(), finished_forgeable=True)
+    cluster.finished_error = CommandError(["sacct", "-c"], "exit status -11")
+    service = ScriptedService()
+    bridge = make(tmp_path, cluster, service, audit_log=tmp_path / "audit.jsonl")
+    assert "finished jobs unreadable" in bridge.cycle().notes[-1]
+    cluster.finished_error = None
+    cluster.ended = [replace(held("7"), state="completed", start=1, end=90000)]
+    for _ in range(3):
+        assert list(bridge.cycle().finished_disbelieved) == ["7"]
+    assert service.posted_finished == []
+    assert bridge.metrics.counters["finished_disbelieved_total"] == 1
+    audit = (tmp_path / "audit.jsonl").read_text().splitlines()
+    assert sum('"finished_disbelieved"' in line for line in audit) == 1
+
+
+def test_no_run_is_posted_for_a_job_the_bridge_saw_end_without_starting(
+    tmp_path: Path,
+) -> None:
+    cancelled = replace(held("5"), state="cancelled", held_for_us=False)  # while pending
+    cluster = FakeCluster(state(cancelled), finished_forgeable=True)
+    service = ScriptedService()
+    bridge = make(tmp_path, cluster, service)
+    bridge.cycle()
+    cluster.state = state()  # gone from squeue -t all; a record then claims a run
+    cluster.ended = [replace(cancelled, state="completed", start=1, end=90000)]
+    bridge.cycle()
+    assert service.posted_finished == []
