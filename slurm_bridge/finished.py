@@ -108,10 +108,11 @@ def pick_finished(
 
     The jobcomp file holds job names as users gave them, line breaks included, so one
     job's name can write whole records for others. No record counts for a job queued or
-    running now (a requeued job ends again later). With ``unseen_believed`` (for a
-    forgeable source: the jobs of its first read, the history from before the bridge),
-    a record counts for a job the bridge did not see (held, running, or ended in
-    ``squeue -t all``) only if it is one of those. Records of one job that disagree on
+    running now (a requeued job ends again later), nor for one the bridge saw end without
+    starting. With ``unseen_believed`` (for a forgeable source: the jobs of the bridge's
+    first read, its history from before it started), a record counts for a job the
+    bridge did not see (held, running, or ended in ``squeue -t all``) only if it is one
+    of those. Records of one job that disagree on
     its times count only where one starts when the bridge saw the job start (the last
     run of a requeued job). What ``squeue -t all`` says of an ended job wins; otherwise
     the bridge's last view of the job, with the record's state and times.

@@ -465,10 +465,6 @@ def _within(job: JobView, pin: bookkeeping.Pin) -> bool:
     return True
 
 
-def _fields(job: JobView) -> dict:
-    return {name: getattr(job, name) for name in job.__slots__}
-
-
 def _summary(report: CycleReport) -> dict[str, object]:
     return {
         "held": report.held,
