@@ -78,6 +78,14 @@ class BridgeSettings(BaseSettings):
     backend: Backend = "slurm"
     state_source: StateSource = "json"
     finished_source: FinishedSource = "auto"
+    finished_read_s: float = Field(
+        60.0,
+        ge=0,
+        description="How often the record of ended jobs (finished_source) is read: sacct "
+        "over two days takes seconds at a busy site (2.2 s for a 100,000-line jobcomp "
+        "file). Between reads the ended jobs squeue -t all lists (MinJobAge, 300 s by "
+        "default) are posted; keep this below MinJobAge.",
+    )
     slurmrestd_socket: Path | None = None
     slurmrestd_url: str = "http://localhost"
     slurm_bin_dir: Path | None = Field(

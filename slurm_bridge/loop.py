@@ -75,6 +75,7 @@ class Bridge:
         self._outage_cause: str | None = None
         self.seen: dict[str, JobView] = {}  # last view of each job, for finished posts
         self.history: frozenset[str] | None = None  # ended jobs of the first read
+        self.finished_read_at: int | None = None  # when the ended jobs' record was read
         self.disbelieved: set[str] = set()  # ended records not believed, said once
         self.drift_since: dict[str, float] = {}  # task job → first deferred for its split
 
@@ -328,10 +329,16 @@ class Bridge:
         # squeue -t all's ended jobs too: slurmdbd learns of an end some seconds later
         ended = state.ended_after_start
         recorded: list[JobView] = []
-        try:
-            recorded = self.backend.finished_jobs(state)
-        except BridgeError as exc:
-            report.notes.append(f"finished jobs unreadable: {exc}")
+        reading = (
+            self.finished_read_at is None
+            or state.time - self.finished_read_at >= self.settings.finished_read_s
+        )
+        if reading:
+            self.finished_read_at = state.time
+            try:
+                recorded = self.backend.finished_jobs(state)
+            except BridgeError as exc:
+                report.notes.append(f"finished jobs unreadable: {exc}")
         ended = [*recorded, *ended]
         if self.history is None:  # the first read only: later ones may hold forged lines
             self.history = frozenset(j.id for j in recorded)
@@ -341,7 +348,8 @@ class Bridge:
             self.seen,
             unseen_believed=self.history if self.backend.finished_forgeable else None,
         )
-        self._disbelieve(state, disbelieved, report)
+        if reading:  # between reads only squeue's views, which are always believed
+            self._disbelieve(state, disbelieved, report)
         wire, refused = finished_batch(fresh.values())
         for job_id, why in refused.items():
             self._refused_finished(state, job_id, fresh[job_id].end or state.time, why, report)

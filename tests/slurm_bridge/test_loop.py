@@ -24,7 +24,7 @@ def make(
         cluster="test",
         state_file=tmp_path / "state.json",
         metrics_file=tmp_path / "m.prom",
-        **{"pin_grace_s": 0, **settings},
+        **{"pin_grace_s": 0, "finished_read_s": 0, **settings},
     )
     client = ServiceClient(
         "http://svc", "tok", "test", timeout_s=1, transport=httpx.MockTransport(service)
@@ -259,3 +259,30 @@ def test_no_run_is_posted_for_a_job_the_bridge_saw_end_without_starting(
     cluster.ended = [replace(cancelled, state="completed", start=1, end=90000)]
     bridge.cycle()
     assert service.posted_finished == []
+
+
+def test_the_record_of_ended_jobs_is_read_once_a_minute_and_squeue_every_cycle(
+    tmp_path: Path,
+) -> None:
+    """sacct over two days takes seconds at a busy site: between its reads, the ended
+    jobs squeue -t all lists are posted at once."""
+    reads = 0
+    cluster = FakeCluster(state())
+
+    def finished_jobs(_: ClusterState) -> list:
+        nonlocal reads
+        reads += 1
+        return list(cluster.ended)
+
+    cluster.finished_jobs = finished_jobs  # type: ignore[method-assign]
+    service = ScriptedService()
+    bridge = make(tmp_path, cluster, service, finished_read_s=60)
+    bridge.cycle()
+    done = replace(held("3"), state="completed", start=900, end=990, held_for_us=False)
+    cluster.state = replace(state(done), time=1030)
+    cluster.ended = [replace(held("4"), state="completed", start=10, end=20)]
+    bridge.cycle()
+    assert reads == 1 and [j["id"] for j in service.posted_finished] == ["3"]
+    cluster.state = replace(state(), time=1060)
+    bridge.cycle()
+    assert reads == 2 and [j["id"] for j in service.posted_finished] == ["3", "4"]
