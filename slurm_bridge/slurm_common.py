@@ -30,6 +30,15 @@ def job_state(slurm_state: str) -> str:
     return _END_STATES.get(state, "other")
 
 
+def start_time(state: str, start: int | None, nodes: list[str]) -> int | None:
+    """A job's start as the bridge reads it (``state`` from ``job_state``): none while it
+    is pending, nor for a job that ended on no node. Slurm gives a job cancelled while
+    pending a start time, its end; it never ran."""
+    if state == "pending" or not start or not (nodes or state == "running"):
+        return None
+    return start
+
+
 def is_ending(slurm_state: str) -> bool:
     """COMPLETING: the job has ended and its nodes are being cleaned up; it still holds
     them (so it is sent as running), but they are about to be free."""

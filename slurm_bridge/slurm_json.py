@@ -16,6 +16,7 @@ from cpsched.slurm_bridge.slurm_common import (
     memory_mib,
     node_state,
     set_count,
+    start_time,
 )
 from cpsched.slurm_bridge.slurm_shape import (
     NO_WHOLE_CORES,
@@ -177,8 +178,7 @@ def parse_job(
         priority=priority,
         reason=str(raw.get("state_reason") or ""),
         ending=is_ending(str(raw.get("job_state", ""))),
-        # a job cancelled while pending "starts" and ends at once, on no node: it never ran
-        start=start if state != "pending" and start and (nodes or state == "running") else None,
+        start=start_time(state, start, nodes),
         end=end if state not in {"pending", "running"} and end else None,
         allocation=allocation,
         required_nodes=tuple(hostlist.expand(str(raw.get("required_nodes") or ""))),

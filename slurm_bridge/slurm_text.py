@@ -23,6 +23,7 @@ from cpsched.slurm_bridge.slurm_common import (
     node_state,
     set_count,
     split_records,
+    start_time,
     time_limit_minutes,
 )
 from cpsched.slurm_bridge.slurm_shape import (
@@ -412,9 +413,7 @@ def parse_jobs(
                 priority=priority,
                 reason=row["Reason"],
                 ending=is_ending(row["State"]),
-                start=_epoch(row["StartTime"])
-                if state != "pending" and (nodes or state == "running")
-                else None,  # a job cancelled while pending "starts" on no node: it never ran
+                start=start_time(state, _epoch(row["StartTime"]), nodes),
                 end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
                 allocation=units_on_nodes(
                     shape,
