@@ -22,6 +22,7 @@ from ortools.sat.python import cp_model
 from cpsched.core.allocators import Allocator, BestFit
 from cpsched.core.cp.allocate import allocate_now
 from cpsched.core.cp.budget import Budget, GiveUp, OutOfTime
+from cpsched.core.cp.fill import fill
 from cpsched.core.cp.greedy import previous_order
 from cpsched.core.cp.guard import Guard, protect, starving_job
 from cpsched.core.cp.prepare import (
@@ -43,6 +44,7 @@ from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.heuristics import site_rank
 from cpsched.core.problem import Decision, Diagnostics, Job, Snapshot, Start
+from cpsched.core.reservation import Reservation
 from cpsched.core.state import DispatcherState
 from cpsched.core.validate import decision_violations
 
@@ -226,7 +228,7 @@ class CPDispatcher:
             empty = Diagnostics(self.name, "empty", notes=notes)
             return Decision((), planned={}, diagnostics=empty)
         if _heuristic_is_optimal(prepared, heuristic, guard):
-            return self._trivial(snapshot, prepared, heuristic, notes, budget)
+            return self._trivial(snapshot, durations, prepared, heuristic, notes, budget)
         budget.check("formulate")
         formulation = self._formulate(snapshot, durations, prepared, context, heuristic, budget)
         budget.mark("build")
@@ -269,17 +271,21 @@ class CPDispatcher:
         starts, plan, more = self._extract(
             snapshot, prepared, context, formulation, outcome.values, guard
         )
+        budget.mark("extract")
+        reservation = guard.reservation if guard is not None else None
+        starts, plan, more = self._fill(
+            snapshot, durations, starts, plan, reservation, budget, more
+        )
         unit, now = prepared.time_unit, prepared.time
         decision = Decision(
             starts=tuple(starts),
             planned={job_id: now + s * unit for job_id, s in plan.items()},
             diagnostics=replace(diagnostics, notes=(*notes, *more)),
         )
-        budget.mark("extract")
         # Cheap independent check (ms): a model bug must never reach the cluster.
         violations = decision_violations(snapshot, decision)
         budget.mark("validate")
-        after = budget.last("extract") + budget.last("validate")
+        after = budget.last("extract") + budget.last("fill") + budget.last("validate")
         timings = self.state.timings
         timings.after_solve_s = max(after, _DECAY * timings.after_solve_s)
         self._learn_extract(budget.last("extract"), starting)
@@ -300,6 +306,7 @@ class CPDispatcher:
     def _trivial(
         self,
         snapshot: Snapshot,
+        durations: Durations,
         prepared: Prepared,
         heuristic: Decision,
         notes: tuple[str, ...],
@@ -309,8 +316,8 @@ class CPDispatcher:
         the model's only optimum plans them all at ``t``, so they are placed as the
         solution would be, in priority order with the allocator. When that order does
         not place them all, a dispatcher whose model allocates (``allocates_in_model``)
-        uses the heuristic's placement, which the model admits; HCP3 postpones as it
-        would after a search."""
+        uses the heuristic's placement, which the model admits; HCP3 postpones and fills
+        as it would after a search."""
         plan = {mj.job.id: 0 for mj in prepared.jobs}
         starts, postponed = allocate_now(snapshot, prepared, plan, self.allocator, None)
         notes += ("the heuristic starts every modelled job now: objective 0, no search",)
@@ -320,9 +327,40 @@ class CPDispatcher:
         elif postponed:
             notes += (f"{len(postponed)} job(s) planned now did not fit on the nodes",)
         budget.mark("allocate")
+        if postponed and not self.allocates_in_model:
+            starts, plan, notes = self._fill(snapshot, durations, starts, plan, None, budget, notes)
         diagnostics = Diagnostics(self.name, "trivial", notes=(*notes, budget.note()))
         planned = {**(heuristic.planned or {}), **dict.fromkeys(plan, snapshot.time)}
         return Decision(tuple(starts), planned=planned, diagnostics=diagnostics)
+
+    def _fill(
+        self,
+        snapshot: Snapshot,
+        durations: Durations,
+        starts: list[Start],
+        plan: dict[str, int],
+        reservation: Reservation | None,
+        budget: Budget,
+        notes: tuple[str, ...],
+    ) -> tuple[list[Start], dict[str, int], tuple[str, ...]]:
+        """When a job the plan starts now was not placed (HCP3's pooled plan), add the
+        fallback's starts on what is left (:func:`~cpsched.core.cp.fill.fill`), if the
+        time left holds another fallback call; the plan then starts them now."""
+        started = {start.job_id for start in starts}
+        if all(at != 0 or job_id in started for job_id, at in plan.items()):
+            return starts, plan, notes
+        if budget.left() <= budget.margin + budget.last("fallback"):
+            return starts, plan, (*notes, "no time left to fill what the plan left idle")
+        added = fill(snapshot, durations, starts, self.fallback, reservation)
+        budget.mark("fill")
+        if not added:
+            return starts, plan, notes
+        why = f"{len(added)} job(s) started by {self.fallback.name} in what the plan left idle"
+        return (
+            [*starts, *added],
+            {**plan, **dict.fromkeys((s.job_id for s in added), 0)},
+            (*notes, why),
+        )
 
     # -- the model-specific steps ------------------------------------------------------
 

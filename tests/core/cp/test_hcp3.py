@@ -13,8 +13,10 @@ from cpsched.core.cp import (
     SearchConfig,
     make_cp_dispatcher,
 )
+from cpsched.core.cp.fill import after_starts
 from cpsched.core.cp.greedy import candidate_plans, plan_objective, serial_plan
 from cpsched.core.cp.hcp3 import build_pooled_model
+from cpsched.core.problem import Start
 from cpsched.errors import ConfigError, UnknownPolicyError
 from tests.core.cp._util import DETERMINISTIC, decide, hcp3, objective, prepared_of, started
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
@@ -122,6 +124,49 @@ def test_a_job_planned_now_that_does_not_fit_the_nodes_is_postponed():
     assert decision.planned == {"x": 0, "y": 0}
     assert started(decision) == ["x"]
     assert any("did not fit on the nodes" in n for n in decision.diagnostics.notes)
+
+
+def test_what_a_postponed_job_leaves_idle_is_filled_by_easy():
+    # 3 + 1 cores free. The pool starts x and y (2 cores each) now and z (1 core, 100 s)
+    # after them; on the nodes y does not fit beside x. EASY on what is left reserves
+    # y's start at x's end and starts z now on the node y's reservation leaves spare.
+    busy = job("busy", units=4, limit=1000)
+    queue = [job("x", unit=2, limit=10), job("y", unit=2, limit=10), job("z", limit=100)]
+    snap = snapshot(0, nodes(4, 4), [running(busy, 0, [(0, 1), (1, 3)])], queue)
+    decision = decide(snap)
+    assert dict((s.job_id, s.allocation) for s in decision.starts) == {
+        "x": ((0, 1),),
+        "z": ((0, 1),),
+    }
+    assert decision.planned == {"x": 0, "y": 0, "z": 0}
+    notes = decision.diagnostics.notes
+    assert any("1 job(s) planned now did not fit on the nodes" in n for n in notes)
+    assert any("1 job(s) started by easy in what the plan left idle" in n for n in notes)
+    assert not decision.diagnostics.fallback
+
+
+def test_the_fill_leaves_the_guarded_reservation_intact():
+    # g (8 cores, slowdown 51) is guarded: its reservation is at 50, when both running
+    # jobs end. The pool starts x and y (2 cores each) now; on the nodes only x fits.
+    # EASY on what is left reserves for the older h (5 cores) at 50 and would start the
+    # 1-core, 500 s z in what h leaves spare; g's reservation leaves nothing spare.
+    a = job("a", units=3, limit=50)
+    b = job("b", units=1, limit=50)
+    queue = [
+        job("h", submit=-10_000, units=5, limit=100_000),
+        job("g", submit=-5_000, units=8, limit=100),
+        job("x", unit=2, limit=10),
+        job("y", unit=2, limit=10),
+        job("z", limit=500),
+    ]
+    snap = snapshot(0, nodes(4, 4), [running(a, 0, [(1, 3)]), running(b, 0, [(0, 1)])], queue)
+    without = snapshot(0, snap.nodes, snap.running, [j for j in queue if j.id != "g"])
+    easy = make_dispatcher("easy", "best-fit")
+    rest = after_starts(without, [Start("x", ((0, 1),))])
+    assert "z" in started(easy.decide(rest, limits_as_durations(snap)))
+    decision = decide(snap, dispatcher=hcp3(ModelConfig(reserve_above=2.0)))
+    assert any("job g is protected: start by 50" in n for n in decision.diagnostics.notes)
+    assert started(decision) == ["x"]
 
 
 def test_empty_queue_and_nothing_startable_give_an_empty_decision():

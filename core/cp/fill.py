@@ -1,0 +1,77 @@
+"""Filling what a pooled plan leaves idle: the fallback's starts on what is left.
+
+HCP3 plans on pooled resources; a job it plans at ``t`` may still not fit node by node
+(fragmentation, or beside a guarded job's reservation) and waits for the next call. The
+capacity the plan gave it then stays idle although other jobs could use it: on the live
+Slurm test bed such calls started nothing where EASY started one or two jobs. So, after
+the plan's starts, the fallback heuristic (EASY) decides on what is left, and its starts
+are kept where they leave the guarded job's reservation intact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cpsched.core.capacity import FreeCapacity
+from cpsched.core.dispatcher import Dispatcher
+from cpsched.core.durations import Durations
+from cpsched.core.problem import Allocation, Job, RunningJob, Snapshot, Start
+from cpsched.core.reservation import Reservation
+
+
+def fill(
+    snapshot: Snapshot,
+    durations: Durations,
+    starts: list[Start],
+    fallback: Dispatcher,
+    reservation: Reservation | None,
+) -> list[Start]:
+    """The starts ``fallback`` adds to ``starts`` on ``snapshot``, keeping only those
+    that leave ``reservation`` (the guarded job's, already charged with ``starts``)
+    intact: a job still running at its time must fit in what it leaves spare."""
+    rest = after_starts(snapshot, starts)
+    jobs = {job.id: job for job in rest.queued}
+    added: list[Start] = []
+    for start in fallback.decide(rest, durations).starts:
+        job = jobs[start.job_id]
+        if reservation is not None and snapshot.time + durations[job.id] > reservation.time:
+            if not holds(reservation.spare(), start.allocation, job):
+                continue
+            reservation.take(start.allocation, job)
+        added.append(start)
+    return added
+
+
+def after_starts(snapshot: Snapshot, starts: list[Start]) -> Snapshot:
+    """``snapshot`` with ``starts`` running (from now, on their allocations) and out of
+    the queue."""
+    started = {start.job_id: start.allocation for start in starts}
+    free = FreeCapacity.of(snapshot)
+    running = list(snapshot.running)
+    for job in snapshot.queued:
+        allocation = started.get(job.id)
+        if allocation is not None:
+            free.take(allocation, job)
+            running.append(RunningJob(job, snapshot.time, job.time_limit, allocation))
+    return replace(
+        snapshot,
+        running=tuple(running),
+        queued=tuple(job for job in snapshot.queued if job.id not in started),
+        free=tuple(free.rows()),
+        free_total=tuple(free.total),
+    )
+
+
+def holds(free: FreeCapacity, allocation: Allocation, job: Job) -> bool:
+    """Whether ``job`` fits in ``free`` at ``allocation``: each node has what its units
+    need (an exclusive job: the whole node)."""
+    nodes = free.nodes
+    for node, units in allocation:
+        row = free.row(node)
+        if job.exclusive and nodes is not None:
+            need = nodes[node].capacity
+            if any(have < want for have, want in zip(row, need, strict=True)):
+                return False
+        elif any(row[r] < units * amount for r, amount in job.wanted):
+            return False
+    return True
