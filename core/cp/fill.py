@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity
+from cpsched.core.cp.guard import Guard, protect
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Allocation, Job, RunningJob, Snapshot, Start
@@ -24,12 +26,14 @@ def fill(
     durations: Durations,
     starts: list[Start],
     fallback: Dispatcher,
-    reservation: Reservation | None,
+    guard: Guard | None,
+    allocator: Allocator,
 ) -> list[Start]:
     """The starts ``fallback`` adds to ``starts`` on ``snapshot``, keeping only those
-    that leave ``reservation`` (the guarded job's, already charged with ``starts``)
-    intact: a job still running at its time must fit in what it leaves spare."""
+    that leave the guarded job's reservation intact (:func:`guarded_reservation`): a job
+    still running at its time must fit in what it leaves spare."""
     rest = after_starts(snapshot, starts)
+    reservation = guarded_reservation(guard, rest, durations, allocator)
     jobs = {job.id: job for job in rest.queued}
     added: list[Start] = []
     for start in fallback.decide(rest, durations).starts:
@@ -40,6 +44,24 @@ def fill(
             reservation.take(start.allocation, job)
         added.append(start)
     return added
+
+
+def guarded_reservation(
+    guard: Guard | None, rest: Snapshot, durations: Durations, allocator: Allocator
+) -> Reservation | None:
+    """The reservation the fill must leave intact, on ``rest`` (the plan's starts made):
+    the guard's own (already charged with those starts), or, for a guarded job that could
+    start at ``t`` but was not placed (a higher-priority job took its room), one made
+    now, as the running jobs and the plan's starts end. None when no job is guarded, the
+    guarded job starts now, or it can never be placed."""
+    if guard is None:
+        return None
+    if guard.reservation is not None:
+        return guard.reservation
+    if all(job.id != guard.job.id for job in rest.queued):
+        return None
+    again = protect(guard.job, rest, durations, allocator)
+    return None if again is None else again.reservation
 
 
 def after_starts(snapshot: Snapshot, starts: list[Start]) -> Snapshot:

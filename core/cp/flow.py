@@ -44,7 +44,6 @@ from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.heuristics import site_rank
 from cpsched.core.problem import Decision, Diagnostics, Job, Snapshot, Start
-from cpsched.core.reservation import Reservation
 from cpsched.core.state import DispatcherState
 from cpsched.core.validate import decision_violations
 
@@ -228,7 +227,7 @@ class CPDispatcher:
             empty = Diagnostics(self.name, "empty", notes=notes)
             return Decision((), planned={}, diagnostics=empty)
         if _heuristic_is_optimal(prepared, heuristic, guard):
-            return self._trivial(snapshot, durations, prepared, heuristic, notes, budget)
+            return self._trivial(snapshot, durations, prepared, heuristic, guard, notes, budget)
         budget.check("formulate")
         formulation = self._formulate(snapshot, durations, prepared, context, heuristic, budget)
         budget.mark("build")
@@ -272,10 +271,7 @@ class CPDispatcher:
             snapshot, prepared, context, formulation, outcome.values, guard
         )
         budget.mark("extract")
-        reservation = guard.reservation if guard is not None else None
-        starts, plan, more = self._fill(
-            snapshot, durations, starts, plan, reservation, budget, more
-        )
+        starts, plan, more = self._fill(snapshot, durations, starts, plan, guard, budget, more)
         unit, now = prepared.time_unit, prepared.time
         decision = Decision(
             starts=tuple(starts),
@@ -309,6 +305,7 @@ class CPDispatcher:
         durations: Durations,
         prepared: Prepared,
         heuristic: Decision,
+        guard: Guard | None,
         notes: tuple[str, ...],
         budget: Budget,
     ) -> Decision:
@@ -327,11 +324,22 @@ class CPDispatcher:
         elif postponed:
             notes += (f"{len(postponed)} job(s) planned now did not fit on the nodes",)
         budget.mark("allocate")
+        placed = len(starts)
         if postponed and not self.allocates_in_model:
-            starts, plan, notes = self._fill(snapshot, durations, starts, plan, None, budget, notes)
+            starts, plan, notes = self._fill(
+                snapshot, durations, starts, plan, guard, budget, notes
+            )
         diagnostics = Diagnostics(self.name, "trivial", notes=(*notes, budget.note()))
         planned = {**(heuristic.planned or {}), **dict.fromkeys(plan, snapshot.time)}
-        return Decision(tuple(starts), planned=planned, diagnostics=diagnostics)
+        decision = Decision(tuple(starts), planned=planned, diagnostics=diagnostics)
+        if len(starts) > placed:
+            # The fill's starts are a second heuristic call's: checked as a solution is.
+            violations = decision_violations(snapshot, decision)
+            if violations:
+                why = f"invalid filled decision: {violations[:3]}"
+                bad = replace(diagnostics, notes=(*diagnostics.notes, why))
+                return self._fall_back(heuristic, bad, "invalid filled decision")
+        return decision
 
     def _fill(
         self,
@@ -339,19 +347,20 @@ class CPDispatcher:
         durations: Durations,
         starts: list[Start],
         plan: dict[str, int],
-        reservation: Reservation | None,
+        guard: Guard | None,
         budget: Budget,
         notes: tuple[str, ...],
     ) -> tuple[list[Start], dict[str, int], tuple[str, ...]]:
         """When a job the plan starts now was not placed (HCP3's pooled plan), add the
         fallback's starts on what is left (:func:`~cpsched.core.cp.fill.fill`), if the
-        time left holds another fallback call; the plan then starts them now."""
+        time left holds another fallback call (by the same safety factor as the time
+        kept from the search); the plan then starts them now."""
         started = {start.job_id for start in starts}
         if all(at != 0 or job_id in started for job_id, at in plan.items()):
             return starts, plan, notes
-        if budget.left() <= budget.margin + budget.last("fallback"):
+        if budget.left() <= budget.margin + _KEEP_FACTOR * budget.last("fallback"):
             return starts, plan, (*notes, "no time left to fill what the plan left idle")
-        added = fill(snapshot, durations, starts, self.fallback, reservation)
+        added = fill(snapshot, durations, starts, self.fallback, guard, self.allocator)
         budget.mark("fill")
         if not added:
             return starts, plan, notes

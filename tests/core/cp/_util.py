@@ -52,6 +52,16 @@ def started(decision):
     return [s.job_id for s in decision.starts]
 
 
+def filled_starts(decision) -> list[str]:
+    """The jobs the fill started (``core/cp/fill.py``): its starts come last, and a note
+    counts them."""
+    for note in decision.diagnostics.notes:
+        if note.endswith("in what the plan left idle"):
+            count = int(note.split()[0])
+            return [s.job_id for s in decision.starts[-count:]]
+    return []
+
+
 def objective(prepared: Prepared, planned: dict[str, int]) -> int:
     """``Σ w_i (s_i − t)`` in model units, from a decision's planned starts (seconds)."""
     t, unit = prepared.time, prepared.time_unit

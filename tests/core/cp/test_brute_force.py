@@ -1,5 +1,7 @@
 """CP-SAT's optimum of the pooled model against exhaustive enumeration on tiny instances."""
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, event, given, settings
 
 from cpsched.core.cp import ModelConfig
@@ -8,6 +10,7 @@ from cpsched.core.cp.prepare import Prepared
 from tests.core.cp._util import (
     NOW,
     decide,
+    filled_starts,
     hcp3,
     objective,
     pooled_violations,
@@ -74,6 +77,15 @@ def test_cp_sat_optimum_equals_the_enumerated_optimum(snap):
         assert decision.diagnostics.solver_status == "empty"
         return
     plan = {j: (s - NOW) for j, s in decision.planned.items()}
+    filled = filled_starts(decision)
+    if filled:
+        # EASY started these in what a postponed job left idle (``core/cp/fill.py``):
+        # they start now, outside the model's plan; the rest of the plan is the model's.
+        event("filled")
+        assert all(plan.pop(job_id) == 0 for job_id in filled)
+        modelled = replace(prepared, jobs=tuple(j for j in prepared.jobs if j.job.id not in filled))
+        assert pooled_violations(modelled, plan) == []
+        return
     assert pooled_violations(prepared, plan) == []
     best = brute_force_optimum(prepared)
     if decision.diagnostics.solver_status == "trivial":

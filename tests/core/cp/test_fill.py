@@ -7,17 +7,36 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cpsched.core import check_decision
+from cpsched.core.allocators import BestFit
 from cpsched.core.capacity import FreeCapacity, placeable_units
 from cpsched.core.cp import ModelConfig
-from cpsched.core.cp.fill import after_starts, holds
+from cpsched.core.cp.fill import after_starts, fill, holds
+from cpsched.core.cp.guard import Guard
 from cpsched.core.durations import expected_end
-from cpsched.core.problem import Start
+from cpsched.core.problem import Decision, Snapshot, Start
+from cpsched.core.reservation import reserve
 from cpsched.core.site import Constraints
-from tests.core.cp._util import NOW, decide, hcp3
+from tests.core.cp._util import DETERMINISTIC, NOW, decide, filled_starts, hcp3
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
 ALWAYS_GUARD = ModelConfig(reserve_above=1.0)
 """Every call protects its highest-priority job that fits an idle machine."""
+LONGEST_WAITING = ModelConfig(reserve_above=None, reserve_after=20, site_order=True)
+"""The longest-waiting job is protected; the site's priority orders the window."""
+SITE_FALLBACK = replace(DETERMINISTIC, fallback_queue_order="site")
+
+
+class Fixed:
+    """A fallback that always proposes the same starts."""
+
+    name = "fixed"
+
+    def __init__(self, starts: list[Start]) -> None:
+        self.starts = starts
+
+    def decide(self, snapshot, durations):
+        return Decision(tuple(self.starts))
 
 
 def test_after_starts_runs_the_started_jobs_and_takes_them_out_of_the_queue():
@@ -47,11 +66,42 @@ def test_holds_checks_every_node_and_a_whole_node_for_an_exclusive_job():
     assert not holds(free, ((0, 1),), whole)
 
 
+def test_fill_charges_the_reservation_with_each_start_it_keeps():
+    # g (7 cores) is reserved at 50, when a ends: one core is spare then. Two 500 s jobs
+    # proposed on that core: the first takes it, the second would delay g.
+    a = job("a", units=4, limit=50)
+    g, z1, z2 = job("g", units=7), job("z1", limit=500), job("z2", limit=500)
+    snap = snapshot(0, nodes(4, 4), [running(a, 0, [(1, 4)])], [g, z1, z2])
+    reservation = reserve(g, FreeCapacity.of(snap), [(50, ((1, 4),), a)], BestFit())
+    assert reservation is not None and reservation.time == 50
+    spare = next(n for n in range(2) if reservation.spare().row(n) == (1,))
+    proposed = [Start("z1", ((spare, 1),)), Start("z2", ((spare, 1),))]
+    guard = Guard(g, 50, reservation)
+    added = fill(snap, limits_as_durations(snap), [], Fixed(proposed), guard, BestFit())
+    assert [s.job_id for s in added] == ["z1"]
+
+
+def test_a_guarded_job_the_plan_could_not_place_is_not_pushed_back_by_the_fill():
+    # y has waited longest and is protected; it fits now (start by 0), but the site's
+    # order places x first, and then y does not fit. EASY in the site's order would fill
+    # node 0 with the site's favourite z (100,000 s), which would hold y back until
+    # about 100,000 s; y's room when x ends (at 10) is kept instead.
+    b0, b1 = job("b0", limit=100_000), job("b1", units=5, limit=100_000)
+    y = replace(job("y", submit=-10_000, unit=4, limit=1000), priority=1)
+    x = replace(job("x", submit=-1_000, unit=2, limit=10), priority=1)
+    z = replace(job("z", unit=3, limit=100_000), priority=100)
+    snap = snapshot(0, nodes(6, 6), [running(b0, 0, [(0, 1)]), running(b1, 0, [(1, 5)])], [y, x, z])
+    model = ModelConfig(reserve_above=None, reserve_after=5000, site_order=True)
+    decision = decide(snap, dispatcher=hcp3(model, SITE_FALLBACK))
+    assert "job y is protected: start by 0" in decision.diagnostics.notes
+    assert [s.job_id for s in decision.starts] == ["x"]
+
+
 @st.composite
 def fragmented(draw):
     """Four-core nodes partly used by one-core running jobs, and a queue of jobs whose
-    units take 2 or 3 cores beside one-core jobs: the pool often holds a unit the nodes
-    cannot, which is when HCP3 postpones and fills."""
+    units take 2 or 3 cores beside one-core jobs, with site priorities: the pool often
+    holds a unit the nodes cannot, which is when HCP3 postpones and fills."""
     count = draw(st.integers(2, 4))
     run = []
     for node in range(count):
@@ -59,12 +109,15 @@ def fragmented(draw):
             rj = job(f"r{node}.{k}", limit=draw(st.integers(1, 30)))
             run.append(running(rj, draw(st.integers(0, NOW)), [(node, 1)]))
     queue = [
-        job(
-            f"q{i}",
-            submit=draw(st.integers(-40, NOW)),
-            units=draw(st.integers(1, 3)),
-            unit=draw(st.sampled_from((1, 2, 3))),
-            limit=draw(st.integers(1, 40)),
+        replace(
+            job(
+                f"q{i}",
+                submit=draw(st.integers(-40, NOW)),
+                units=draw(st.integers(1, 3)),
+                unit=draw(st.sampled_from((1, 2, 3))),
+                limit=draw(st.integers(1, 40)),
+            ),
+            priority=draw(st.integers(0, 3)),
         )
         for i in range(draw(st.integers(2, 6)))
     ]
@@ -72,30 +125,52 @@ def fragmented(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(fragmented())
-def test_hcp3_with_the_fill_keeps_capacity_and_the_guarded_reservation(snap):
-    """``decide`` checks capacity independently; here also: a guarded job waiting for its
-    reservation still fits at its time beside every job started now that outlasts it."""
+@given(fragmented(), st.sampled_from(("slowdown", "longest-waiting")))
+def test_the_fill_keeps_capacity_and_never_delays_the_guarded_job(snap, trigger):
+    """Capacity is checked independently (and no decision falls back, which would hide a
+    bad fill). When the fill started jobs and the guarded job waits, the guarded job
+    still fits, beside every started job still running then, at the earliest time it
+    fits beside the plan's own starts (the fill's starts come last)."""
     durations = limits_as_durations(snap)
-    decision = decide(snap, durations, dispatcher=hcp3(ALWAYS_GUARD))
-    protected = [
-        m
-        for note in decision.diagnostics.notes
-        if (m := re.match(r"job (\S+) is protected: start by (\d+)$", note))
-    ]
-    if not protected:
-        return
-    guarded, start_by = protected[0].group(1), int(protected[0].group(2))
-    started = {s.job_id: s.allocation for s in decision.starts}
-    if guarded in started or start_by == snap.time:
+    if trigger == "slowdown":
+        dispatcher = hcp3(ALWAYS_GUARD)
+    else:
+        dispatcher = hcp3(LONGEST_WAITING, SITE_FALLBACK)
+    decision = dispatcher.decide(snap, durations)
+    check_decision(snap, decision)
+    notes = decision.diagnostics.notes
+    assert not decision.diagnostics.fallback, notes
+    guarded = next((m.group(1) for n in notes if (m := PROTECTED.match(n))), None)
+    filled = filled_starts(decision)
+    started = list(decision.starts)
+    if guarded is None or not filled or guarded in {s.job_id for s in started}:
         return
     jobs = {j.id: j for j in snap.queued}
-    later = snapshot(start_by, snap.nodes, resources=snap.resource_names)
-    free = FreeCapacity.of(later)
+    by_plan = earliest_fit(snap, durations, jobs, started[: -len(filled)], jobs[guarded])
+    assert by_plan is not None
+    assert fits_at(by_plan, snap, durations, jobs, started, jobs[guarded])
+
+
+PROTECTED = re.compile(r"job (\S+) is protected: start by \d+$")
+
+
+def fits_at(time, snap, durations, jobs, starts, job) -> bool:
+    """Whether ``job``'s units fit at ``time`` beside what is still running then."""
+    free = FreeCapacity.of(snapshot(time, snap.nodes, resources=snap.resource_names))
     for rj in snap.running:
-        if expected_end(rj, durations[rj.job.id], snap.time) > start_by:
+        if expected_end(rj, durations[rj.job.id], snap.time) > time:
             free.take(rj.allocation, rj.job)
-    for job_id, allocation in started.items():
-        if snap.time + durations[job_id] > start_by:
-            free.take(allocation, jobs[job_id])
-    assert placeable_units(free, jobs[guarded]) >= jobs[guarded].units
+    for start in starts:
+        if snap.time + durations[start.job_id] > time:
+            free.take(start.allocation, jobs[start.job_id])
+    return placeable_units(free, job) >= job.units
+
+
+def earliest_fit(snap: Snapshot, durations, jobs, starts, job) -> int | None:
+    """The first time (now, or a running or started job's end) ``job`` fits."""
+    ends = {expected_end(rj, durations[rj.job.id], snap.time) for rj in snap.running}
+    ends |= {snap.time + durations[s.job_id] for s in starts}
+    for time in sorted({snap.time, *ends}):
+        if fits_at(time, snap, durations, jobs, starts, job):
+            return time
+    return None
