@@ -353,12 +353,15 @@ class CPDispatcher:
     ) -> tuple[list[Start], dict[str, int], tuple[str, ...]]:
         """When a job the plan starts now was not placed (HCP3's pooled plan), add the
         fallback's starts on what is left (:func:`~cpsched.core.cp.fill.fill`), if the
-        time left holds another fallback call (by the same safety factor as the time
-        kept from the search); the plan then starts them now."""
+        time left holds another fallback call; the plan then starts them now. The search
+        already kept twice the fallback's time for the work after it, and the fill's
+        time counts in that work from then on (``after_solve_s``): asking for twice
+        again here skipped the fill on the live test bed after a search that used its
+        time."""
         started = {start.job_id for start in starts}
         if all(at != 0 or job_id in started for job_id, at in plan.items()):
             return starts, plan, notes
-        if budget.left() <= budget.margin + _KEEP_FACTOR * budget.last("fallback"):
+        if budget.left() <= budget.margin + budget.last("fallback"):
             return starts, plan, (*notes, "no time left to fill what the plan left idle")
         added = fill(snapshot, durations, starts, self.fallback, guard, self.allocator)
         budget.mark("fill")

@@ -174,3 +174,25 @@ def earliest_fit(snap: Snapshot, durations, jobs, starts, job) -> int | None:
         if fits_at(time, snap, durations, jobs, starts, job):
             return time
     return None
+
+
+def test_without_time_for_another_fallback_call_nothing_is_filled(monkeypatch):
+    """The instance of ``test_what_a_postponed_job_leaves_idle_is_filled_by_easy``, with
+    a clock that runs out during the extract: the plan's start stands, z is not added."""
+    now = [0.0]
+    dispatcher = hcp3(search=replace(DETERMINISTIC, deadline=2.0, clock=lambda: now[0]))
+    extract = dispatcher._extract
+
+    def slow_extract(*args):
+        result = extract(*args)
+        now[0] += 1.99  # the margin (30 ms) is left, not another fallback call
+        return result
+
+    monkeypatch.setattr(dispatcher, "_extract", slow_extract)
+    busy = job("busy", units=4, limit=1000)
+    queue = [job("x", unit=2, limit=10), job("y", unit=2, limit=10), job("z", limit=100)]
+    snap = snapshot(0, nodes(4, 4), [running(busy, 0, [(0, 1), (1, 3)])], queue)
+    decision = decide(snap, dispatcher=dispatcher)
+    assert [s.job_id for s in decision.starts] == ["x"]
+    assert "no time left to fill what the plan left idle" in decision.diagnostics.notes
+    assert not decision.diagnostics.fallback
