@@ -353,11 +353,9 @@ class CPDispatcher:
     ) -> tuple[list[Start], dict[str, int], tuple[str, ...]]:
         """When a job the plan starts now was not placed (HCP3's pooled plan), add the
         fallback's starts on what is left (:func:`~cpsched.core.cp.fill.fill`), if the
-        time left holds another fallback call; the plan then starts them now. The search
-        already kept twice the fallback's time for the work after it, and the fill's
-        time counts in that work from then on (``after_solve_s``): asking for twice
-        again here skipped the fill on the live test bed after a search that used its
-        time."""
+        time left holds another fallback call; the plan then starts them now. One call's
+        time is enough: the search already kept twice the fallback's time for the work
+        after it, and the fill's time counts in that work (``after_solve_s``)."""
         started = {start.job_id for start in starts}
         if all(at != 0 or job_id in started for job_id, at in plan.items()):
             return starts, plan, notes
