@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cpsched.core.allocators import Allocator
-from cpsched.core.capacity import FreeCapacity
+from cpsched.core.capacity import FreeCapacity, covers, units_fitting
 from cpsched.core.cp.guard import Guard, protect
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
@@ -91,9 +91,8 @@ def holds(free: FreeCapacity, allocation: Allocation, job: Job) -> bool:
     for node, units in allocation:
         row = free.row(node)
         if job.exclusive and nodes is not None:
-            need = nodes[node].capacity
-            if any(have < want for have, want in zip(row, need, strict=True)):
+            if not covers(row, nodes[node].capacity):
                 return False
-        elif any(row[r] < units * amount for r, amount in job.wanted):
+        elif units_fitting(row, job.wanted) < units:
             return False
     return True
