@@ -2,12 +2,63 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from tests import dbservers
+from tests.dbservers import MariadbServer, PostgresServer
+
 REPO = Path(__file__).resolve().parents[1]
+Server = TypeVar("Server")
+
+
+def required(what: str, reason: str) -> None:
+    """What a test needs is not installed: skipped locally, a failure in CI (``CI`` set)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is required in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _serving(
+    what: str, start: Callable[[], contextlib.AbstractContextManager[Server]]
+) -> Iterator[Server]:
+    """Yield the started server, then stop it; not installed: see ``required``; installed
+    but not starting: a failure with the server's log (for every test that asks for it)."""
+    try:
+        with start() as server:
+            yield server
+            return
+    except (dbservers.Missing, dbservers.StartFailed) as problem:
+        trouble = problem  # reported outside the except: no "during handling" chain
+    if isinstance(trouble, dbservers.Missing):
+        required(what, str(trouble))
+    pytest.fail(str(trouble), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL of the tests' own (tests/dbservers.py), one per session (per xdist
+    worker): user ``postgres``, no password, 127.0.0.1 and a free port. The tests create
+    and drop their databases on it. CPSCHED_TEST_POSTGRES (a postgresql:// URL of a
+    superuser's maintenance database) uses that server instead."""
+    given = os.environ.get("CPSCHED_TEST_POSTGRES")
+    if given:
+        yield PostgresServer.from_url(given)
+        return
+    yield from _serving("PostgreSQL", dbservers.postgres)
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariadbServer]:
+    """A MariaDB of the tests' own, one per session (per xdist worker): ``root`` with no
+    password over TCP at ``host`` (127.0.0.1) and ``port`` (free, chosen at start);
+    ``env`` gives them as MARIADB_HOST and MARIADB_PORT for the Slurm test bed."""
+    yield from _serving("MariaDB", dbservers.mariadb)
 
 
 @pytest.fixture(scope="session")
@@ -21,17 +72,14 @@ def traces_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def dask_installed() -> None:
-    """Dask, which the [sweep] extra installs, is there: skipped locally without it, a
-    failure in CI (``CI`` set), as the PostgreSQL tests are."""
+    """Dask, which the [sweep] extra installs, is there (see ``required``)."""
     try:
         import distributed  # noqa: F401
     except ModuleNotFoundError as missing:
-        reason = (
-            f"the [sweep] extra is not installed ({missing.name}): pip install 'cpsched[sweep]'"
+        required(
+            "Dask",
+            f"the [sweep] extra is not installed ({missing.name}): pip install 'cpsched[sweep]'",
         )
-        if os.environ.get("CI"):
-            pytest.fail(f"Dask is required in CI: {reason}")
-        pytest.skip(reason)
 
 
 SMALL_SWF = """\

@@ -1,9 +1,9 @@
-"""Service test fixtures: a fresh database per test on SQLite, and on the real
-PostgreSQL at 127.0.0.1:5432 for tests marked ``postgres`` (CI fails if it is missing)."""
+"""Service test fixtures: a fresh database per test on SQLite, and for tests marked
+``postgres`` on the tests' own PostgreSQL server (``postgres_server`` in tests/conftest.py:
+started in a temporary folder on a free port; CI fails if PostgreSQL is not installed)."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,35 +15,24 @@ from fastapi.testclient import TestClient
 
 from cpsched.service.app import create_app
 from cpsched.service.settings import load_settings
+from tests.dbservers import PostgresServer
 
-POSTGRES_ADMIN = os.environ.get(
-    "CPSCHED_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 TOKEN = "test-token-all"
 TOKEN_A = "test-token-only-a"
 TOKEN_READ = "test-token-read-only"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"PostgreSQL is required in CI: {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh database on the tests' PostgreSQL, dropped after the test."""
     name = f"cpsched_test_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        _unavailable(f"PostgreSQL at {POSTGRES_ADMIN} is not reachable: {exc}")
-    with admin:
+    with psycopg.connect(postgres_server.admin_url, autocommit=True, connect_timeout=10) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+        yield postgres_server.url(name)
     finally:
-        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+        with psycopg.connect(postgres_server.admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

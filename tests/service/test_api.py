@@ -294,7 +294,7 @@ def test_audit_trail_pages_through_every_answer(client):
 
 
 @pytest.mark.postgres
-def test_database_down_is_a_503_not_a_crash(postgres_url):
+def test_database_down_is_a_503_not_a_crash(postgres_server, postgres_url):
     import psycopg
     from fastapi.testclient import TestClient
 
@@ -303,8 +303,7 @@ def test_database_down_is_a_503_not_a_crash(postgres_url):
     with TestClient(create_app(settings_for(postgres_url))) as client:
         assert dispatch(client, snapshot(queued=[job("q1")])).status_code == 200
         name = postgres_url.rsplit("/", 1)[1]
-        admin = "postgresql://postgres@127.0.0.1:5432/postgres"
-        with psycopg.connect(admin, autocommit=True) as conn:
+        with psycopg.connect(postgres_server.admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
         batch = {"jobs": [finished("j", 0, 1)]}
         answer = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH)
