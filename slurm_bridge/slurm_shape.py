@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cpsched.slurm_bridge.model import Amounts, JobShape, NodeView
 
@@ -39,7 +39,12 @@ _SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
 def parse_gres(text: str | None) -> Amounts:
-    """``"gpu:2,gpu:a100:1(S:0),gres:fpga:1"`` → ``{"gpu": 3, "fpga": 1}``; empty → {}."""
+    """GRES and TRES lists → amounts by resource name; empty → {}.
+
+    22.05 writes ``"gpu:2,gpu:a100:1(S:0),gres:fpga:1"`` (→ ``{"gpu": 3, "fpga": 1}``);
+    24.11 writes TRES, ``"cpu=2"`` or ``"gres/gpu=1"``, ``"gres/gpu:a100=1"`` (→
+    ``{"cpu": 2}``, ``{"gpu": 1}``): a name's type is never part of its name.
+    """
     amounts: Amounts = {}
     if not text or text.strip() in {"(null)", "N/A", "None"}:
         return amounts
@@ -50,13 +55,14 @@ def parse_gres(text: str | None) -> Amounts:
                 item = item[len(prefix) :]
         if not item:
             continue
-        parts = item.split(":")
+        named, equals, counted = item.partition("=")
+        parts = named.split(":")
         name = parts[0]
         count = 1
-        if len(parts) > 1:
-            match = _GRES_COUNT.match(parts[-1])
-            if match:
-                count = int(match.group(1)) * _SUFFIX[match.group(2)]
+        tail = counted if equals else parts[-1] if len(parts) > 1 else ""
+        match = _GRES_COUNT.match(tail)
+        if match:
+            count = int(match.group(1)) * _SUFFIX[match.group(2)]
         amounts[name] = amounts.get(name, 0) + count
     return amounts
 
@@ -120,6 +126,7 @@ def job_shape(req: SlurmRequest, *, rounding: CoreRounding = NOT_ROUNDED) -> Job
     ``rounding``: how Slurm rounds CPUs to whole cores on the job's nodes
     (``WholeCores.for_job``).
     """
+    req = _cpus_per_task_from_tres(req)
     tasks = max(req.tasks, 1)
     nodes = max(req.node_count, 1)
     cpus = max(req.cpus, 1)
@@ -165,6 +172,16 @@ def job_shape(req: SlurmRequest, *, rounding: CoreRounding = NOT_ROUNDED) -> Job
     _add(unit, req.gres_per_task, lambda count: count)
     _add(unit, req.gres_per_job, lambda count: math.ceil(count / units))
     return JobShape(units=units, per_unit=unit, tasks_per_unit=group, asked_cpus=cpus)
+
+
+def _cpus_per_task_from_tres(req: SlurmRequest) -> SlurmRequest:
+    """Slurm 24.11 records ``-c N`` as a per-task TRES, ``cpu=N``: CPUs per task, not a
+    generic resource no node has."""
+    if "cpu" not in req.gres_per_task:
+        return req
+    per_task = dict(req.gres_per_task)
+    cpus = per_task.pop("cpu")
+    return replace(req, gres_per_task=per_task, cpus_per_task=req.cpus_per_task or cpus)
 
 
 def _task_unit(

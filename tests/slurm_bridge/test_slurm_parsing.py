@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,28 @@ def test_gres_strings() -> None:
     assert parse_gres("gres:gpu:1") == {"gpu": 1}
     assert parse_gres("gpu:1(IDX:0)") == {"gpu": 1}
     assert parse_gres("(null)") == {} and parse_gres("") == {}
+
+
+def test_tres_strings_of_slurm_24_11() -> None:
+    """24.11 writes per-task requests as TRES (``squeue -O tres-per-task``, TresPerTask)."""
+    assert parse_gres("cpu=2") == {"cpu": 2}
+    assert parse_gres("gres/gpu=1") == {"gpu": 1}
+    assert parse_gres("gres/gpu:a100=2,cpu=4") == {"gpu": 2, "cpu": 4}
+
+
+def test_cpus_per_task_given_as_tres_are_cpus_not_a_resource() -> None:
+    """``-n 2 -c 2`` as 24.11 records it (TresPerTask=cpu=2, no CPUs/Task of its own)."""
+    as_tres = SlurmRequest(
+        cpus=4, tasks=2, node_count=1, max_nodes=0, cpus_per_task=None, mem_per_cpu=256,
+        mem_per_node=None, gres_per_node={}, gres_per_task=parse_gres("cpu=2"),
+        gres_per_job={},
+    )  # fmt: skip
+    as_field = replace(as_tres, gres_per_task={}, cpus_per_task=2)
+    assert job_shape(as_tres) == job_shape(as_field)
+    assert "cpu" in job_shape(as_tres).per_unit and set(job_shape(as_tres).per_unit) == {
+        "cpu",
+        "mem",
+    }
 
 
 def test_node_states() -> None:

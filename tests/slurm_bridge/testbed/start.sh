@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Start a throw-away single-host Slurm 22.05 test bed for the bridge's `slurm` tests.
-# Run as root. Installs the Debian packages when missing. Everything lives under $TB
+# Start a throw-away single-host Slurm test bed for the bridge's `slurm` tests: Debian 12's
+# Slurm 22.05 on the machine, or Debian 13's 24.11 when run inside the root of
+# debian13-run.sh. Run as root. Installs the Debian packages when missing. Everything lives under $TB
 # (first argument); every daemon's pid is kept under $TB/run so stop.sh stops exactly
 # what this started. Adapted from ../shared/slurm/start-testbed.sh.
 #   CPU_NODES / GPU_NODES: fake nodes (node1..: 4 CPUs 4000 MB, features skylake,ib on odd
@@ -18,8 +19,9 @@
 #     AdminLevel=Operator (the least privilege docs/bridge.md names)
 #   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
 #   PRIORITY=multifactor (default; every factor weighted) or basic (Slurm's FIFO)
-#   WITH_DBD=1 (default): also slurmdbd on DBD_PORT, storing in the local MariaDB
-#     (127.0.0.1:3306, root, no password; database slurm_tb_$CTLD_PORT), with limits
+#   WITH_DBD=1 (default): also slurmdbd on DBD_PORT, storing in the MariaDB at
+#     MARIADB_HOST:MARIADB_PORT (default 127.0.0.1:3306; root, no password; database
+#     slurm_tb_$CTLD_PORT), with limits
 #     enforced: account research with users root and nobody, QOS normal and capped
 #     (MaxTRESPerUser cpu=4, root only); priority/multifactor with every factor weighted
 set -euo pipefail
@@ -34,6 +36,8 @@ DBD_PORT=${DBD_PORT:-$((CTLD_PORT + 1))}
 KIT_DIR=${KIT_DIR-}
 BRIDGE_USER=${BRIDGE_USER-}
 THREADS=${THREADS:-1}
+MARIADB_HOST=${MARIADB_HOST:-127.0.0.1}
+MARIADB_PORT=${MARIADB_PORT:-3306}
 HOST=$(hostname -s)
 export SLURM_CONF=$TB/etc/slurm.conf
 T0=$(date +%s%N)
@@ -46,10 +50,17 @@ die() {
   exit 1
 }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+WATCH=()  # pid files of daemons started so far: a wait ends as soon as one has died
 wait_for() {  # wait_for <seconds> <description> <command...>
-  local n=$(( $1 * 4 )) what=$2; shift 2
-  for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done
-  die "timed out waiting for $what"
+  local end=$(( $(date +%s) + $1 )) what=$2 f; shift 2
+  while [ "$(date +%s)" -lt "$end" ]; do
+    "$@" >/dev/null 2>&1 && return 0
+    for f in "${WATCH[@]}"; do
+      alive "$f" || die "$(basename "$f" .pid) died while waiting for $what"
+    done
+    sleep 0.25
+  done
+  die "timed out after $1 s waiting for $what"
 }
 
 [ "$(id -u)" = 0 ] || die "must run as root (slurmd needs it); run the tests as root"
@@ -57,7 +68,8 @@ wait_for() {  # wait_for <seconds> <description> <command...>
 # ---- packages (Debian's Slurm 22.05), installed only when missing ------------------
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
    || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null \
-   || { [ "$WITH_DBD" = 1 ] && ! command -v slurmdbd >/dev/null; }; then
+   || { [ "$WITH_DBD" = 1 ] && ! command -v slurmdbd >/dev/null; } \
+   || { [ "$WITH_DBD" = 1 ] && ! command -v mariadb >/dev/null; }; then
   command -v apt-get >/dev/null || die "Slurm is not installed and apt-get is unavailable"
   # keep the packages' maintainer scripts from starting system daemons
   # (a policy-rc.d already there, e.g. a container's own, is left as it is)
@@ -70,10 +82,20 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || die "apt-get update failed"
   apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge \
-    slurmrestd slurmdbd >/dev/null || die "apt-get install of Slurm failed"
+    slurmrestd slurmdbd mariadb-client >/dev/null || die "apt-get install of Slurm failed"
   trap - EXIT
   if [ -n "$CREATED_POLICY" ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
+
+# What differs between the versions: 22.05 serves openapi/v0.0.38 from slurmrestd; 24.11
+# has data_parser plugins (v0.0.40-42) behind openapi/slurmctld. Debian 13's MariaDB client
+# insists on TLS, which a plain server does not offer: --skip-ssl (22.05's client knows it).
+SLURM_VERSION=$(slurmctld -V | awk '{print $2}')
+case "$SLURM_VERSION" in
+  2[0-2].*|23.0[0-2].*) RESTD_PLUGIN=openapi/v0.0.38 ;;
+  *) RESTD_PLUGIN=openapi/slurmctld ;;
+esac
+MARIADB=(mariadb --skip-ssl -h "$MARIADB_HOST" -P "$MARIADB_PORT" -u root)
 
 for f in "$TB"/run/*.pid "$TB"/munge/munged.pid; do
   alive "$f" && die "already running ($f); run stop.sh first"
@@ -143,8 +165,8 @@ SlurmUser=root
 LogFile=$TB/log/slurmdbd.log
 PidFile=$TB/run/slurmdbd.pid
 StorageType=accounting_storage/mysql
-StorageHost=127.0.0.1
-StoragePort=3306
+StorageHost=$MARIADB_HOST
+StoragePort=$MARIADB_PORT
 StorageUser=root
 StorageLoc=slurm_tb_$CTLD_PORT
 DBD
@@ -164,7 +186,9 @@ if [ -n "$KIT_DIR" ]; then
       "$KIT_DIR/job_submit.lua" > "$TB/etc/job_submit.lua"
   grep -qF "local BRIDGE_UIDS = { $BRIDGE_UIDS }" "$TB/etc/job_submit.lua" \
     || die "job_submit.lua: BRIDGE_UIDS line not found"
-  printf '#!/bin/sh\nCPSCHED_WAKE_FILE=%s exec sh %s\n' "$TB/wake" "$KIT_DIR/cpsched-wake" \
+  # a copy of the kit's script: slurmctld may see another file tree than the kit's
+  cp "$KIT_DIR/cpsched-wake" "$TB/cpsched-wake.kit"
+  printf '#!/bin/sh\nCPSCHED_WAKE_FILE=%s exec sh %s\n' "$TB/wake" "$TB/cpsched-wake.kit" \
     > "$TB/cpsched-wake"
   chmod 755 "$TB/cpsched-wake"
   JOBSUBMIT="JobSubmitPlugins=lua"; EPILOG="EpilogSlurmctld=$TB/cpsched-wake"
@@ -218,6 +242,12 @@ $CPU_PARTITION
 $GPU_PARTITION
 CONF
 
+# 24.11's slurmd starts a cgroup plugin whatever ProctrackType says; a test bed (a root
+# without cgroups mounted) turns it off. 22.05 reads no cgroup.conf here.
+if [ "$RESTD_PLUGIN" != openapi/v0.0.38 ]; then
+  echo "CgroupPlugin=disabled" > "$TB/etc/cgroup.conf"
+fi
+
 # fake GPUs: gres/gpu needs File= entries that are character devices -> symlinks to /dev/null
 ln -sf /dev/null "$TB/dev/gpu0"; ln -sf /dev/null "$TB/dev/gpu1"
 if [ "$GPU_NODES" -gt 0 ]; then
@@ -230,9 +260,11 @@ echo "export SLURM_CONF=$SLURM_CONF" > "$TB/env.sh"
 
 # ---- slurmdbd and the accounts, limits and QOS the site-policy tests use -----------
 if [ "$WITH_DBD" = 1 ]; then
-  mariadb -h 127.0.0.1 -u root -e "DROP DATABASE IF EXISTS slurm_tb_$CTLD_PORT" \
-    || die "MariaDB on 127.0.0.1:3306 (root, no password) is needed for slurmdbd"
+  "${MARIADB[@]}" -e "DROP DATABASE IF EXISTS slurm_tb_$CTLD_PORT" \
+    || die "no MariaDB server answers on $MARIADB_HOST:$MARIADB_PORT (root, no password):" \
+      "slurmdbd stores there; start one or set MARIADB_HOST/MARIADB_PORT"
   slurmdbd
+  WATCH+=("$TB/run/slurmdbd.pid")
   wait_for 60 slurmdbd timeout 5 sacctmgr -n show cluster
   sacctmgr -i add cluster testbed >/dev/null
   sacctmgr -i add account research cluster=testbed >/dev/null
@@ -250,6 +282,7 @@ fi
 
 # ---- slurmctld, then one slurmd per fake node (each daemonizes and writes its pid) --
 slurmctld -i
+WATCH+=("$TB/run/slurmctld.pid")
 wait_for 30 slurmctld bash -c "scontrol ping | grep -q 'is UP'"
 for n in "${NODES[@]}"; do
   mkdir -p "$TB/state/d/$n"
@@ -260,10 +293,10 @@ wait_for 120 "all nodes up" nodes_up
 
 # ---- slurmrestd on a unix socket (optional: the bridge's rest state source) ----------
 if [ "${WITH_RESTD:-1}" = 1 ] && command -v slurmrestd >/dev/null; then
-  SLURMRESTD_SECURITY=disable_user_check nohup slurmrestd -s openapi/v0.0.38 \
+  SLURMRESTD_SECURITY=disable_user_check nohup slurmrestd -s "$RESTD_PLUGIN" \
     -a rest_auth/local "unix:$TB/run/rest.sock" > "$TB/log/slurmrestd.log" 2>&1 &
   echo $! > "$TB/run/slurmrestd.pid"
   wait_for 20 slurmrestd test -S "$TB/run/rest.sock"
 fi
 
-echo "testbed up in $(( ($(date +%s%N) - T0) / 1000000 )) ms: ${NODES[*]}"
+echo "testbed (Slurm $SLURM_VERSION) up in $(( ($(date +%s%N) - T0) / 1000000 )) ms: ${NODES[*]}"

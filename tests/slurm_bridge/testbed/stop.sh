@@ -42,7 +42,10 @@ stop_group slurmctld "$TB/run/slurmctld.pid"
 stop_group slurmdbd "$TB/run/slurmdbd.pid"
 if [ -f "$TB/etc/slurmdbd.conf" ]; then
   db=$(sed -n 's/^StorageLoc=//p' "$TB/etc/slurmdbd.conf")
-  [ -n "$db" ] && mariadb -h 127.0.0.1 -u root -e "DROP DATABASE IF EXISTS $db" 2>/dev/null
+  host=$(sed -n 's/^StorageHost=//p' "$TB/etc/slurmdbd.conf")
+  port=$(sed -n 's/^StoragePort=//p' "$TB/etc/slurmdbd.conf")
+  [ -n "$db" ] && mariadb --skip-ssl -h "${host:-127.0.0.1}" -P "${port:-3306}" -u root \
+    -e "DROP DATABASE IF EXISTS $db" 2>/dev/null
 fi
 stop_group munged "$TB/munge/munged.pid"
 rm -f "$TB/run/rest.sock"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Build (once) a Debian 13 "trixie" root holding Debian's Slurm 24.11 for the 24.11 test bed,
+# and print its path. The root is cached outside the clone, under $CPSCHED_CACHE (default
+# /var/cache/cpsched), in a folder named by this script's own hash: a later run, or CI on the
+# same machine, reuses it; changing this script builds a new one. Run as root.
+# What is inside: debootstrap's minbase, then Debian 13's Slurm (slurmctld slurmd
+# slurm-client slurmdbd slurmrestd munge), MariaDB (slurmdbd's store, started by the tests),
+# and Python 3.13 with venv: the bridge and its tests run inside the root as a site on
+# Debian 13 would run them. Daemons are kept from starting while the packages install.
+set -euo pipefail
+CACHE=${CPSCHED_CACHE:-/var/cache/cpsched}
+HERE=$(cd "$(dirname "$0")" && pwd)
+KEY=$(sha256sum "$HERE/debian13-root.sh" | cut -c1-12)
+ROOT=$CACHE/debian13-slurm-$KEY
+PACKAGES="slurmctld slurmd slurm-client slurmdbd slurmrestd munge mariadb-client mariadb-server procps
+  python3 python3-venv python3-dev ca-certificates gcc"
+
+die() { echo "debian13-root.sh: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "must run as root (debootstrap and chroot need it)"
+
+if [ -f "$ROOT/.complete" ]; then
+  echo "$ROOT"
+  exit 0
+fi
+
+# The Debian mirror this machine's apt already uses (debootstrap needs one by name).
+MIRROR=$(sed -n -E 's#^(URIs:|deb)[[:space:]]+(\[[^]]*\][[:space:]]+)?(https?://[^ ]+/debian)/?([[:space:]].*)?$#\3#p' \
+  /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n 1 || true)
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+if ! command -v debootstrap >/dev/null; then
+  command -v apt-get >/dev/null || die "debootstrap is missing and apt-get is unavailable"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -qq || die "apt-get update failed"
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap \
+    >/dev/null || die "apt-get install debootstrap failed"
+fi
+
+# Build into a temporary folder beside the cache entry, then rename: a run killed half-way
+# leaves no root that looks complete.
+mkdir -p "$CACHE"
+WORK=$(mktemp -d "$CACHE/.debian13-build.XXXXXX")
+chmod 755 "$WORK"  # mktemp's 0700 would keep the root's own users (munge, _apt) out
+cleanup() {
+  for m in dev/pts dev proc sys; do umount -l "$WORK/$m" 2>/dev/null || true; done
+  rm -rf --one-file-system "$WORK"
+}
+trap cleanup EXIT
+echo "building a Debian 13 root with Slurm 24.11 in $ROOT (once; about 3-5 min)..." >&2
+debootstrap --variant=minbase trixie "$WORK" "$MIRROR" >"$CACHE/.debootstrap.log" 2>&1 \
+  || die "debootstrap trixie failed (log: $CACHE/.debootstrap.log)"
+printf '#!/bin/sh\nexit 101\n' >"$WORK/usr/sbin/policy-rc.d"
+chmod +x "$WORK/usr/sbin/policy-rc.d"
+mount -t proc proc "$WORK/proc"
+mount --rbind /dev "$WORK/dev"
+chroot "$WORK" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+  || die "apt-get update in the Debian 13 root failed"
+# shellcheck disable=SC2086
+chroot "$WORK" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+  --no-install-recommends $PACKAGES >"$CACHE/.debian13-apt.log" 2>&1 \
+  || die "apt-get install of Slurm 24.11 in the Debian 13 root failed (log: $CACHE/.debian13-apt.log)"
+chroot "$WORK" apt-get clean
+umount -l "$WORK/dev" "$WORK/proc"
+chroot "$WORK" dpkg-query -W -f='${Version}\n' slurmctld >"$WORK/.slurm-version"
+touch "$WORK/.complete"
+mv "$WORK" "$ROOT"
+trap - EXIT
+echo "$ROOT"

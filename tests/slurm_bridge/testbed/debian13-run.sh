@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Run a command inside the Debian 13 root (Slurm 24.11, Python 3.13) built by
+# debian13-root.sh, as a site on Debian 13 runs the bridge: its own Slurm commands, its own
+# Python. The clone, ../shared and /tmp are seen inside at the same paths, and the root's
+# Python environment (cpsched with [dev], cached in the root beside the packages, keyed by
+# pyproject.toml) is first on PATH. Everything is mounted in a private mount namespace, so
+# nothing stays mounted after the command ends. Run as root.
+#   debian13-run.sh pytest -m slurm tests/slurm_bridge     the real-Slurm tests on 24.11
+#   debian13-run.sh bash                                   a shell in the root
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../../.." && pwd)
+SHARED=$(cd "$REPO/.." && pwd)/shared
+
+die() { echo "debian13-run.sh: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "must run as root (chroot and mounts need it)"
+[ $# -gt 0 ] || die "usage: debian13-run.sh COMMAND [ARGS...]"
+command -v unshare >/dev/null || die "unshare (util-linux) is missing"
+
+ROOT=$(bash "$HERE/debian13-root.sh") || die "no Debian 13 root (see above)"
+KEY=$(cat "$REPO/pyproject.toml" "$ROOT/.slurm-version" | sha256sum | cut -c1-12)
+VENV=/opt/cpsched-venv-$KEY
+
+# Inside a private mount namespace: the machine's own mounts are untouched and everything
+# below goes when the last process started here ends.
+exec unshare --mount --propagation private -- bash -s "$ROOT" "$REPO" "$SHARED" "$VENV" "$@" <<'INNER'
+set -euo pipefail
+ROOT=$1 REPO=$2 SHARED=$3 VENV=$4
+shift 4
+mount -t proc proc "$ROOT/proc"
+mount -t sysfs sysfs "$ROOT/sys"
+mount --rbind /dev "$ROOT/dev"
+mount --bind /tmp "$ROOT/tmp"
+# The machine's name, resolver and trusted certificates (a site's proxy CA included) hold
+# inside as well.
+for f in /etc/hosts /etc/resolv.conf /etc/ssl/certs/ca-certificates.crt; do
+  [ -e "$f" ] && touch "$ROOT$f" && mount --bind "$f" "$ROOT$f"
+done
+for dir in "$REPO" "$SHARED"; do
+  [ -d "$dir" ] || continue
+  mkdir -p "$ROOT$dir"
+  mount --bind "$dir" "$ROOT$dir"
+done
+in_root() { chroot "$ROOT" /usr/bin/env -u VIRTUAL_ENV -u PIP_FIND_LINKS PATH="$VENV/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@"; }
+
+# The root's Python environment: dependencies once (online), cpsched itself every run, as
+# an editable install of this clone (no download: build isolation off).
+if [ ! -f "$ROOT$VENV/.complete" ]; then
+  echo "setting up cpsched's environment in the Debian 13 root (once; about 2-3 min)..." >&2
+  rm -rf "$ROOT$VENV"
+  in_root python3 -m venv "$VENV"
+  in_root "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    'setuptools>=77' wheel
+  in_root sh -c "cd '$REPO' && '$VENV/bin/python' -m pip install -q \
+    --disable-pip-version-check --no-build-isolation -e '.[dev]'"
+  touch "$ROOT$VENV/.complete"
+fi
+in_root sh -c "cd '$REPO' && '$VENV/bin/python' -m pip install -q --disable-pip-version-check \
+  --no-deps --no-build-isolation -e ." >/dev/null
+cd "$REPO"
+in_root sh -c 'cd "$1" && shift && exec "$@"' sh "$REPO" "$@"
+INNER
