@@ -51,6 +51,7 @@ class CycleReport:
     finished_duplicates: int = 0
     finished_refused: dict[str, str] = field(default_factory=dict)  # job → why
     finished_disbelieved: dict[str, str] = field(default_factory=dict)  # job → why
+    left_out: dict[str, str] = field(default_factory=dict)  # job → why it was not decided
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -78,6 +79,7 @@ class Bridge:
         self.finished_read_at: int | None = None  # when the ended jobs' record was read
         self.disbelieved: set[str] = set()  # ended records not believed, said once
         self.drift_since: dict[str, float] = {}  # task job → first deferred for its split
+        self.left_out: dict[str, str] = {}  # jobs left out of the decision, said once
 
     # ---- one cycle -------------------------------------------------------------
     def cycle(self) -> CycleReport:
@@ -110,6 +112,7 @@ class Bridge:
             },
             splits_tasks=self.backend.splits_tasks,
             pins_splits=self.backend.pins_splits,
+            left_out=report.left_out,
         )
         report.notes += notes
         t1 = time.perf_counter()
@@ -125,6 +128,9 @@ class Bridge:
         else:
             report.timings["post_s"] = time.perf_counter() - t1
             report.decision = decision
+            report.left_out.update(
+                {r.job_id: f"refused by the service: {r.reason}" for r in decision.rejected}
+            )
             self.metrics.set("decision_seconds", decision.diagnostics.wall_ms / 1000.0)
             ended_fallback = self.outage_since is not None or self.book.fallback_active
             if ended_fallback:
@@ -140,6 +146,7 @@ class Bridge:
             else:
                 report.applied = self._apply(decision, state, report.unpinned)
             report.timings["apply_s"] = time.perf_counter() - t2
+        self._report_left_out(state, report.left_out)
         t3 = time.perf_counter()
         self._deliver_finished(state, report)
         report.timings["finished_s"] = time.perf_counter() - t3
@@ -371,6 +378,28 @@ class Bridge:
             # persist after every acknowledged chunk: a crash here must not re-count
             bookkeeping.save(self.settings.state_file, self.book)
         self.metrics.inc("finished_posted_total", report.finished_posted)
+
+    def _report_left_out(self, state: ClusterState, left_out: dict[str, str]) -> None:
+        """Jobs not decided this cycle (the snapshot could not carry them, or the service
+        refused them) while every other job was: each said once per reason (one log line
+        a cycle, each in the audit), counted, and their number kept as a gauge."""
+        new = {job: why for job, why in left_out.items() if self.left_out.get(job) != why}
+        for job_id, why in new.items():
+            self.audit.record(state.time, "left_out", job=job_id, why=why)
+        if new:
+            first = min(new)
+            log.warning(
+                "jobs left out of the decision",
+                extra={
+                    "jobs": sorted(new)[:20],
+                    "count": len(new),
+                    "job": first,
+                    "why": new[first],
+                },
+            )
+        self.metrics.inc("jobs_left_out_total", len(new))
+        self.metrics.set("jobs_left_out", len(left_out))
+        self.left_out = dict(left_out)
 
     def _disbelieve(
         self, state: ClusterState, disbelieved: dict[str, str], report: CycleReport

@@ -34,6 +34,7 @@ from cpsched.slurm_bridge.slurm_shape import (
     parse_gres,
     units_on_nodes,
 )
+from cpsched.slurm_bridge.slurm_tag import read_tag
 
 SQUEUE_FIELDS = (
     "JobID",
@@ -369,13 +370,14 @@ def parse_jobs(
             continue  # pending array meta-record
         job_id = f"{row['ArrayJobID']}_{task}" if task.isdigit() else row["JobID"]
         extra = extras.get(job_id, JobExtras())
+        hold = read_tag(extra.admin_comment, tag)
         state = job_state(row["State"])
         request = SlurmRequest(
             cpus=_num(row["NumCPUs"]) or 1,
             tasks=_num(row["NumTasks"]) or 1,
             node_count=_num(row["NumNodes"]) or 1,
             # squeue -O MaxNodes prints the node count when no maximum was asked for
-            max_nodes=extra.rules.max_nodes or 0
+            max_nodes=hold.node_limit(extra.rules.max_nodes) or 0
             if job_id in extras
             else _num(row["MaxNodes"]) or 0,
             cpus_per_task=_num(row["cpus-per-task"]),
@@ -396,7 +398,7 @@ def parse_jobs(
         nodes = hostlist.expand(row["NodeList"])
         cpus_each = max(1, (_num(row["NumCPUs"]) or 1) // max(len(nodes), 1))
         priority = _num(row["PriorityLong"]) or 0
-        tagged = extra.admin_comment == tag
+        tagged = hold.tagged
         jobs.append(
             JobView(
                 id=job_id,
@@ -423,7 +425,11 @@ def parse_jobs(
                 if state == "running"
                 else {},
                 required_nodes=tuple(hostlist.expand(row["ReqNodes"])),
-                rules=replace(extra.rules, blocked=slurm_blocked(row["Reason"])),
+                rules=replace(
+                    extra.rules,
+                    max_nodes=hold.node_limit(extra.rules.max_nodes),
+                    blocked=slurm_blocked(row["Reason"]),
+                ),
             )
         )
     return jobs

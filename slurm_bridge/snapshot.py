@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -23,6 +23,7 @@ from cpsched.wire.schemas import (
 )
 
 log = logging.getLogger("slurm_bridge.snapshot")
+_Wire = TypeVar("_Wire", RunningJobIn, JobIn)
 
 
 def _per_unit(job: JobView) -> dict[str, int]:
@@ -179,6 +180,7 @@ def dispatch_request(
     starting: Mapping[str, tuple[int, Mapping[str, int]]] | None = None,
     splits_tasks: bool = True,
     pins_splits: bool = False,
+    left_out: dict[str, str] | None = None,
 ) -> tuple[DispatchRequest, list[str]]:
     """The snapshot to post, and notes on jobs left out (and why).
 
@@ -186,9 +188,25 @@ def dispatch_request(
     layout of task jobs follows. ``starting`` are the jobs released onto their nodes
     but not running yet (job → release time and units per node): they are sent as
     running there, so that nothing is promised twice while Slurm starts them.
+
+    One job the wire cannot carry (its allocation does not add up, a field out of
+    bounds) is left out, never the snapshot: it is noted, and put in ``left_out`` (job →
+    why) when given. A running one left out still holds its nodes through Slurm's own
+    use figures; a starting one through the use it was sent with before.
     """
     notes: list[str] = []
+    skipped: dict[str, str] = {} if left_out is None else left_out
     running: list[RunningJobIn] = []
+
+    def carried(job_id: str, what: str, model: type[_Wire], fields: dict[str, Any]) -> _Wire | None:
+        try:
+            return model(**fields)
+        except ValidationError as exc:
+            why = _first_error(exc)
+            skipped[job_id] = why
+            notes.append(f"{what} job {job_id}: {why}; left out")
+            return None
+
     for job in state.running:
         if not job.allocation or job.start is None:
             notes.append(f"running job {job.id}: no allocation read; left out")
@@ -200,15 +218,16 @@ def dispatch_request(
             # "used" figures still protect those nodes when starts are validated.
             notes.append(f"running job {job.id}: on unmanaged nodes {outside}; left out")
             continue
-        running.append(
-            RunningJobIn(
-                **_job_fields(job),
-                start=job.start,
-                allocation=dict(job.allocation),
-                extensions=extensions.get(job.id, 0),
-                exclusive=job.takes_whole_nodes(state.partitions),
-            )
-        )
+        fields = {
+            **_job_fields(job),
+            "start": job.start,
+            "allocation": dict(job.allocation),
+            "extensions": extensions.get(job.id, 0),
+            "exclusive": job.takes_whole_nodes(state.partitions),
+        }
+        wire = carried(job.id, "running", RunningJobIn, fields)
+        if wire is not None:
+            running.append(wire)
     # What Slurm counts on each node but the snapshot does not carry, from the jobs Slurm
     # runs (not from the starting ones below, which Slurm does not count yet).
     held = _held_by(running)
@@ -228,33 +247,41 @@ def dispatch_request(
         if any(n not in state.nodes for n in allocation):
             notes.append(f"starting job {job_id}: on unknown nodes; left out")
             continue
-        running.append(
-            RunningJobIn(
-                **_job_fields(pending),
-                start=min(since, state.time),
-                allocation=dict(allocation),
-                extensions=extensions.get(job_id, 0),
-            )
-        )
+        fields = {
+            **_job_fields(pending),
+            "start": min(since, state.time),
+            "allocation": dict(allocation),
+            "extensions": extensions.get(job_id, 0),
+        }
+        wire = carried(job_id, "starting", RunningJobIn, fields)
+        if wire is not None:
+            running.append(wire)
     site = _site(state)
     declared = {p.name for p in site["partitions"]}
-    queued = [
-        JobIn(
-            **{
-                **_job_fields(
-                    j, state.partitions, splits_tasks=splits_tasks, pins_splits=pins_splits
-                ),
-                **_rule_fields(j, state, declared),
-            }
-        )
-        for j in queued_jobs(state, shadow=shadow)
-    ]
+    queued: list[JobIn] = []
+    for job in queued_jobs(state, shadow=shadow):
+        fields = {
+            **_job_fields(
+                job, state.partitions, splits_tasks=splits_tasks, pins_splits=pins_splits
+            ),
+            **_rule_fields(job, state, declared),
+        }
+        wire_job = carried(job.id, "queued", JobIn, fields)
+        if wire_job is not None:
+            queued.append(wire_job)
     return (
         DispatchRequest(
             time=state.time, nodes=nodes, running=running, queued=queued, dry_run=shadow, **site
         ),
         notes,
     )
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first of a validation's errors, as one line (its field and message)."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 def finished_batch(jobs: Iterable[JobView]) -> tuple[list[FinishedJobIn], dict[str, str]]:

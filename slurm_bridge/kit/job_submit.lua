@@ -1,7 +1,7 @@
 -- cpsched: queue every new job held for the external scheduler.
 --
 -- Every job is submitted with priority 0 (squeue shows Reason=JobHeldUser) and tagged
--- AdminComment=<TAG>. Only the bridge (root or the users in BRIDGE_UIDS) may change the
+-- AdminComment=<TAG>,max_nodes=<the user's maximum node count or none>. Only the bridge (root or the users in BRIDGE_UIDS) may change the
 -- priority of a tagged job, i.e. release or hold it; users get a clear message instead.
 -- The bridge's fallback "release" uses the same privilege to hand jobs back to Slurm.
 --
@@ -24,13 +24,29 @@ local WAKE_FILE = "/var/lib/cpsched-bridge/wake"
 local SUBMIT_NOTE = "queued for cpsched, the site's scheduler: it starts the job on the "
   .. "nodes it chooses (do not release it by hand)"
 
+-- What the user asked as a maximum node count (-N 2, -N 1-2), recorded beside the tag:
+-- Slurm 24.11 shows every held job's maximum as its minimum, so the bridge could not
+-- tell -n 3 (free to spread) from -N 1 -n 3 (see slurm_bridge/slurm_tag.py).
+local function node_record(job_desc)
+  local most = job_desc.max_nodes
+  if most == nil or most == 0 or most >= slurm.NO_VAL then
+    return ",max_nodes=none"
+  end
+  return ",max_nodes=" .. tostring(most)
+end
+
+local function is_tagged(admin_comment)
+  return admin_comment ~= nil
+    and (admin_comment == TAG or string.sub(admin_comment, 1, #TAG + 1) == TAG .. ",")
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
   local partition = job_desc.partition
   if partition ~= nil and UNMANAGED_PARTITIONS[partition] then
     return slurm.SUCCESS
   end
   job_desc.priority = 0
-  job_desc.admin_comment = TAG
+  job_desc.admin_comment = TAG .. node_record(job_desc)
   slurm.log_user(SUBMIT_NOTE)
   local wake = io.open(WAKE_FILE, "w")
   if wake then
@@ -43,7 +59,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
   if BRIDGE_UIDS[modify_uid] then
     return slurm.SUCCESS
   end
-  if job_rec.admin_comment == TAG then
+  if is_tagged(job_rec.admin_comment) then
     if job_desc.priority ~= slurm.NO_VAL then
       slurm.log_user("this job is started by cpsched; it cannot be released or re-prioritised by hand")
       return ESLURM_JOB_HELD

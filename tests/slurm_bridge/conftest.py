@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from cpsched.cli.local_service import LocalService, write_config
+from tests.dbservers import MariadbServer
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -145,9 +146,10 @@ class Testbed:
                 time.sleep(0.25)
 
 
-def start_testbed(root: Path, **options: str) -> Iterator[Testbed]:
+def start_testbed(root: Path, db: MariadbServer | None = None, **options: str) -> Iterator[Testbed]:
     """A test bed started by ``start.sh`` under ``root`` (``options``: its environment
-    settings, e.g. ``THREADS``), stopped when the generator is closed."""
+    settings, e.g. ``THREADS``), stopped when the generator is closed. ``db``: the tests'
+    own MariaDB, where slurmdbd stores (needed unless ``WITH_DBD="0"``)."""
     if sys.platform != "linux":
         _unavailable("needs Linux")
     if os.geteuid() != 0:
@@ -165,8 +167,11 @@ def start_testbed(root: Path, **options: str) -> Iterator[Testbed]:
         "DBD_PORT": str(free_port()),
         "KIT_DIR": str(KIT),
         "SLURM_CONF": f"{root}/etc/slurm.conf",
+        **(db.env if db is not None else {}),
         **options,
     }
+    if db is None and env.get("WITH_DBD", "1") != "0":
+        raise ValueError("a test bed with slurmdbd needs the tests' MariaDB (db=...)")
     started = subprocess.run(
         ["bash", str(TESTBED / "start.sh"), str(root)],
         capture_output=True,
@@ -199,9 +204,11 @@ def emptied(bed: Testbed, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def slurm_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+def slurm_testbed(
+    tmp_path_factory: pytest.TempPathFactory, mariadb_server: MariadbServer
+) -> Iterator[Testbed]:
     """Two 4-CPU nodes and two 8-CPU GPU nodes, with slurmdbd and slurmrestd."""
-    yield from start_testbed(tmp_path_factory.mktemp("slurmtb"))
+    yield from start_testbed(tmp_path_factory.mktemp("slurmtb"), mariadb_server)
 
 
 @pytest.fixture(scope="module")

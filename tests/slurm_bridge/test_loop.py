@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.errors import CommandError
 from cpsched.slurm_bridge.loop import Bridge
-from cpsched.slurm_bridge.model import ClusterState
+from cpsched.slurm_bridge.model import ClusterState, JobShape, JobView
 from cpsched.wire.client import ServiceClient
 from cpsched.wire.errors import ServiceRejected
-from tests.slurm_bridge.fakes import FakeCluster, ScriptedService, decision, held, node
+from tests.slurm_bridge.fakes import (
+    FakeCluster,
+    ScriptedService,
+    decision,
+    held,
+    node,
+    running,
+)
 
 
 def make(
@@ -286,3 +296,64 @@ def test_the_record_of_ended_jobs_is_read_once_a_minute_and_squeue_every_cycle(
     cluster.state = replace(state(), time=1060)
     bridge.cycle()
     assert reads == 2 and [j["id"] for j in service.posted_finished] == ["3", "4"]
+
+
+def _start_all_queued(body: dict) -> dict:
+    """A service that starts every queued job it is sent on n2: its starts depend only on
+    what the snapshot carried."""
+    return decision(starts={q["id"]: {"n2": 1} for q in body["queued"]})
+
+
+def _misshapen(job_id: str) -> JobView:
+    """A running job whose allocation does not add up to its units (as a 24.11 job Slurm
+    rewrote after its release was read): the wire cannot carry it."""
+    return replace(
+        running(job_id, {"n1": 2}), shape=JobShape(units=9, per_unit={"cpu": 1}, single_node=False)
+    )
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(queued=st.integers(min_value=1, max_value=6), at=st.integers(min_value=0, max_value=6))
+def test_one_job_the_snapshot_cannot_carry_changes_no_other_jobs_start(
+    tmp_path: Path, queued: int, at: int
+) -> None:
+    jobs: list[JobView] = [held(str(i)) for i in range(queued)]
+    without = FakeCluster(state(*jobs))
+    with_bad = FakeCluster(state(*jobs[:at], _misshapen("bad"), *jobs[at:]))
+    folder = tmp_path / f"{queued}-{at}"
+    plain = make(folder / "plain", without, ScriptedService(answer=_start_all_queued)).cycle()
+    bridge = make(folder / "bad", with_bad, ScriptedService(answer=_start_all_queued))
+    report = bridge.cycle()
+    assert plain.applied is not None and report.applied is not None
+    assert report.applied.started == plain.applied.started
+    assert set(report.left_out) == {"bad"} and "allocation" in report.left_out["bad"]
+    assert bridge.metrics.gauges["jobs_left_out"] == 1
+
+
+def test_a_job_left_out_is_said_once_and_audited(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster = FakeCluster(state(held("1"), _misshapen("bad")))
+    bridge = make(tmp_path, cluster, ScriptedService(answer=_start_all_queued))
+    with caplog.at_level("WARNING", logger="slurm_bridge.loop"):
+        bridge.cycle()
+        bridge.cycle()
+    said = [r for r in caplog.records if r.getMessage() == "jobs left out of the decision"]
+    assert len(said) == 1
+    audit = [json.loads(line) for line in bridge.settings.audit_log_path.read_text().splitlines()]
+    assert [a["job"] for a in audit if a["event"] == "left_out"] == ["bad"]
+    assert bridge.metrics.counters["jobs_left_out_total"] == 1
+
+
+def test_jobs_the_service_refuses_are_reported_and_the_others_started(tmp_path: Path) -> None:
+    def refuse_one(body: dict) -> dict:
+        answer = decision(starts={"1": {"n2": 1}})
+        answer["rejected"] = [{"job_id": "2", "reason": "asks for resource type 'x'"}]
+        return answer
+
+    cluster = FakeCluster(state(held("1"), held("2")))
+    report = make(tmp_path, cluster, ScriptedService(answer=refuse_one)).cycle()
+    assert report.applied is not None and report.applied.started == {"1": {"n2": 1}}
+    assert report.left_out == {"2": "refused by the service: asks for resource type 'x'"}

@@ -19,16 +19,19 @@ from cpsched.slurm_bridge.loop import Bridge
 from cpsched.slurm_bridge.slurm_common import field_separator
 from cpsched.slurm_bridge.slurm_text import job_extras, squeue_argv, squeue_free_text
 from cpsched.wire.client import ServiceClient
+from tests.dbservers import MariadbServer
 from tests.slurm_bridge.conftest import TOKEN, Testbed, emptied, start_testbed
 
 pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture(scope="module")
-def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+def bed(
+    tmp_path_factory: pytest.TempPathFactory, mariadb_server: MariadbServer
+) -> Iterator[Testbed]:
     """One 4-CPU node, with slurmdbd and the jobcomp file."""
     root = tmp_path_factory.mktemp("slurmtb_names")
-    yield from start_testbed(root, CPU_NODES="1", GPU_NODES="0", WITH_RESTD="0")
+    yield from start_testbed(root, mariadb_server, CPU_NODES="1", GPU_NODES="0", WITH_RESTD="0")
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import CommandError
 from cpsched.slurm_bridge.runner import SubprocessRunner
 from cpsched.slurm_bridge.slurm_backend import SlurmBackend
+from tests.dbservers import MariadbServer
 from tests.slurm_bridge.conftest import Testbed, emptied, start_testbed
 from tests.slurm_bridge.test_slurm_placement import real_split, wait_running
 
@@ -42,7 +43,7 @@ class AsUser:
 
 
 @pytest.fixture(scope="module")
-def operator_testbed() -> Iterator[Testbed]:
+def operator_testbed(mariadb_server: MariadbServer) -> Iterator[Testbed]:
     """Two 4-CPU nodes with slurmdbd, the bridge's account an operator. Its directory
     lies outside pytest's root-only temp tree, so other accounts reach the config and
     munge's socket."""
@@ -50,7 +51,7 @@ def operator_testbed() -> Iterator[Testbed]:
     root.chmod(0o755)
     try:
         yield from start_testbed(
-            root, BRIDGE_USER=OPERATOR, CPU_NODES="2", GPU_NODES="0", WITH_RESTD="0"
+            root, mariadb_server, BRIDGE_USER=OPERATOR, CPU_NODES="2", GPU_NODES="0", WITH_RESTD="0"
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
