@@ -1,23 +1,42 @@
-"""Read ``squeue --json`` / ``sinfo --json`` (openapi v0.0.38, also slurmrestd's answers)."""
+"""Read the jobs of ``squeue --json`` (also slurmrestd's ``jobs``): openapi v0.0.38 of
+Slurm 22.05 and data_parser v0.0.40-v0.0.42 of Slurm 23.11-24.11 (``slurm_json_doc``).
+
+What differs in the data_parser formats: numbers and times are ``{"set", "infinite",
+"number"}``, ``job_state`` is a list (a base state and flags: ``["RUNNING",
+"COMPLETING"]``, ``slurm_json_states``), ``shared`` a list, a running job's cores are
+under ``job_resources.nodes.allocation`` (v0.0.41 on), and a pending job's ``max_nodes``
+may be Slurm's estimate rather than a limit (``slurm_json_request``). A job record that
+cannot be read is reported as unreadable and left out (``JobsRead``); the others are
+read all the same.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.eligibility import slurm_blocked
 from cpsched.slurm_bridge.errors import StateParseError
-from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
+from cpsched.slurm_bridge.model import JobRules, JobView
 from cpsched.slurm_bridge.slurm_common import (
     is_ending,
     job_state,
-    memory_mib,
-    node_state,
     set_count,
     start_time,
 )
+from cpsched.slurm_bridge.slurm_json_doc import (
+    NEWER_FORMATS,
+    Doc,
+    JsonOrigin,
+    data_format,
+    number,
+    records,
+)
+from cpsched.slurm_bridge.slurm_json_nodes import parse_nodes
+from cpsched.slurm_bridge.slurm_json_request import cpus_by_node, max_nodes, mem_from_tres
+from cpsched.slurm_bridge.slurm_json_states import job_state_word
 from cpsched.slurm_bridge.slurm_shape import (
     NO_WHOLE_CORES,
     SlurmRequest,
@@ -26,49 +45,29 @@ from cpsched.slurm_bridge.slurm_shape import (
     parse_gres,
     units_on_nodes,
 )
+from cpsched.slurm_bridge.slurm_tag import read_tag
 
-Doc = Mapping[str, Any]
+__all__ = ["JobsRead", "job_id", "job_rules", "parse_job", "parse_jobs", "parse_nodes", "read_jobs"]
 
+SQUEUE = JsonOrigin("squeue --json")
 
-def _int(value: Any) -> int | None:
-    """JSON numbers; v0.0.38 uses null for "not set" (newer ones wrap in {set, number})."""
-    if isinstance(value, dict):
-        return int(value["number"]) if value.get("set") and "number" in value else None
-    return None if value is None else int(value)
-
-
-def parse_nodes(doc: Doc, partitions: list[str]) -> dict[str, NodeView]:
-    """Nodes of ``sinfo --json`` in the wanted partitions (all when ``partitions`` is [])."""
-    try:
-        raw_nodes = doc["nodes"]
-    except KeyError:
-        raise StateParseError("sinfo JSON has no 'nodes' (is this `sinfo --json`?)") from None
-    nodes: dict[str, NodeView] = {}
-    for raw in raw_nodes:
-        parts = tuple(raw.get("partitions") or ())
-        if partitions and not set(parts) & set(partitions):
-            continue
-        capacity = {"cpu": int(raw["cpus"]), "mem": int(raw.get("real_memory") or 0)}
-        capacity.update(parse_gres(raw.get("gres")))
-        used = {"cpu": int(raw.get("alloc_cpus") or 0), "mem": int(raw.get("alloc_memory") or 0)}
-        used.update(parse_gres(raw.get("gres_used")))
-        nodes[raw["name"]] = NodeView(
-            name=raw["name"],
-            capacity=capacity,
-            used={r: used.get(r, 0) for r in capacity},
-            state=node_state(str(raw.get("state", "")), raw.get("state_flags") or ()),
-            partitions=parts,
-            features=_words(raw.get("active_features")),
-            cpus_per_core=max(1, int(raw.get("threads") or 1)),
-        )
-    return nodes
+_EXCLUSIVE = frozenset({"none", "user", "mcs", "topo"})
+"""``shared`` values of a job taking whole nodes (``--exclusive[=user|mcs|topo]``)."""
 
 
-def _words(value: Any) -> tuple[str, ...]:
-    """A node's features: ``"skylake,ib"`` (or a list, in newer versions) → names."""
-    if isinstance(value, list):
-        return tuple(str(v) for v in value if v)
-    return tuple(w for w in str(value or "").split(",") if w and w != "(null)")
+@dataclass(frozen=True, slots=True)
+class JobsRead:
+    """The jobs of one ``squeue --json`` document, and those that could not be read:
+    (job id, why), each left out of ``jobs``."""
+
+    jobs: list[JobView]
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+
+def _exclusive(shared: Any) -> bool:
+    """``shared``: a word or null (v0.0.38), a list of words (data_parser formats)."""
+    words = shared if isinstance(shared, list) else [shared]
+    return any(str(word) in _EXCLUSIVE for word in words if word)
 
 
 def job_rules(raw: Doc, request: SlurmRequest) -> JobRules:
@@ -76,13 +75,13 @@ def job_rules(raw: Doc, request: SlurmRequest) -> JobRules:
     dependency = str(raw.get("dependency") or "")
     return JobRules(
         features=str(raw.get("features") or ""),
-        exclusive=str(raw.get("shared") or "") in {"none", "user", "mcs"},
+        exclusive=_exclusive(raw.get("shared")),
         min_nodes=request.node_count if request.node_count > 1 else None,
         max_nodes=request.max_nodes or None,
         tasks_per_node=request.tasks_per_node,
         reservation=str(raw.get("resv_name") or ""),
         dependency="" if dependency == "(null)" else dependency,
-        begin=_int(raw.get("eligible_time")) or None,
+        begin=number(raw.get("eligible_time")) or None,
         qos=str(raw.get("qos") or ""),
         account=str(raw.get("account") or ""),
         blocked=slurm_blocked(str(raw.get("state_reason") or "")),
@@ -91,36 +90,10 @@ def job_rules(raw: Doc, request: SlurmRequest) -> JobRules:
 
 def job_id(raw: Doc) -> str:
     """The id scontrol takes: ``123``, or ``123_4`` for an array element."""
-    task = _int(raw.get("array_task_id"))
-    if task is not None and raw.get("array_job_id"):
-        return f"{raw['array_job_id']}_{task}"
+    task, array = number(raw.get("array_task_id")), number(raw.get("array_job_id"))
+    if task is not None and array:
+        return f"{array}_{task}"
     return str(raw["job_id"])
-
-
-def _mem_from_tres(raw: Doc) -> int | None:
-    """Memory per node from ``tres_req_str`` when neither per-CPU nor per-node is set."""
-    if _int(raw.get("memory_per_cpu")):
-        return None
-    match = re.search(r"(?:^|,)mem=([^,]+)", str(raw.get("tres_req_str") or ""))
-    total = memory_mib(match.group(1)) if match else None
-    return -(-total // max(_int(raw.get("node_count")) or 1, 1)) if total else None
-
-
-def _cpus_by_node(raw: Doc, names: list[str], threads: Mapping[str, int]) -> dict[str, int]:
-    """CPUs a running job holds on each node: Slurm lists its cores, each of ``threads``
-    hardware threads (node → threads per core)."""
-    resources = raw.get("job_resources") or {}
-    counts: dict[str, int] = {}
-    for node in resources.get("allocated_nodes") or []:
-        cores = sum(
-            1
-            for socket in (node.get("sockets") or {}).values()
-            for state in (socket.get("cores") or {}).values()
-            if "allocated" in str(state)
-        )
-        name = node["nodename"]
-        counts[name] = max(cores, 1) * threads.get(name, 1)
-    return counts or dict.fromkeys(names, 1)
 
 
 def parse_job(
@@ -130,39 +103,43 @@ def parse_job(
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
     cores: WholeCores = NO_WHOLE_CORES,
+    newer: bool = False,
 ) -> JobView:
-    """One job of ``squeue --json``; ``cores`` says where Slurm allocates whole cores."""
-    state = job_state(str(raw.get("job_state", "")))
+    """One job of ``squeue --json``; ``cores`` says where Slurm allocates whole cores;
+    ``newer``: the record is in a data_parser format (not 22.05's v0.0.38)."""
+    word = job_state_word(raw.get("job_state"), newer=newer, job=raw.get("job_id"))
+    state = job_state(word)
+    hold = read_tag(str(raw.get("admin_comment") or ""), tag)
     request = SlurmRequest(
-        cpus=_int(raw.get("cpus")) or 1,
-        tasks=_int(raw.get("tasks")) or 1,
-        node_count=_int(raw.get("node_count")) or 1,
-        max_nodes=_int(raw.get("max_nodes")) or 0,
-        cpus_per_task=_int(raw.get("cpus_per_task")),
-        mem_per_cpu=_int(raw.get("memory_per_cpu")),
-        mem_per_node=_int(raw.get("memory_per_node")) or _mem_from_tres(raw),
+        cpus=number(raw.get("cpus")) or 1,
+        tasks=number(raw.get("tasks")) or 1,
+        node_count=number(raw.get("node_count")) or 1,
+        max_nodes=hold.node_limit(max_nodes(raw, newer, state == "pending")) or 0,
+        cpus_per_task=number(raw.get("cpus_per_task")),
+        mem_per_cpu=number(raw.get("memory_per_cpu")),
+        mem_per_node=number(raw.get("memory_per_node")) or mem_from_tres(raw),
         gres_per_node=parse_gres(raw.get("tres_per_node")),
         gres_per_task=parse_gres(raw.get("tres_per_task")),
         gres_per_job=parse_gres(raw.get("tres_per_job")),
-        tasks_per_node=set_count(_int(raw.get("tasks_per_node"))),
-        tasks_per_core=set_count(_int(raw.get("tasks_per_core"))),
-        threads_per_core=set_count(_int(raw.get("threads_per_core"))),
+        tasks_per_node=set_count(number(raw.get("tasks_per_node"))),
+        tasks_per_core=set_count(number(raw.get("tasks_per_core"))),
+        threads_per_core=set_count(number(raw.get("threads_per_core"))),
         allocated=state != "pending",
     )
     partition = str(raw.get("partition") or "")
     shape = job_shape(request, rounding=cores.for_job(partition))
-    limit_min = _int(raw.get("time_limit"))
+    limit_min = number(raw.get("time_limit"))
     if limit_min is None:
         limit_min = partition_max.get(partition)
     limit_s = limit_min * 60 if limit_min else unlimited_s
     nodes = hostlist.expand(str(raw.get("nodes") or ""))
     allocation = {}
     if state == "running" and nodes:
-        allocation = units_on_nodes(shape, _cpus_by_node(raw, nodes, cores.node_threads))
-    priority = _int(raw.get("priority")) or 0
-    tagged = str(raw.get("admin_comment") or "") == tag
-    start = _int(raw.get("start_time"))
-    end = _int(raw.get("end_time"))
+        allocation = units_on_nodes(shape, cpus_by_node(raw, nodes, cores.node_threads))
+    priority = number(raw.get("priority")) or 0
+    tagged = hold.tagged
+    start = number(raw.get("start_time"))
+    end = number(raw.get("end_time"))
     return JobView(
         id=job_id(raw),
         user=str(raw.get("user_name") or raw.get("user_id") or ""),
@@ -170,14 +147,14 @@ def parse_job(
         name=str(raw.get("name") or ""),
         partition=partition,
         state=state,
-        submit=_int(raw.get("submit_time")) or 0,
+        submit=number(raw.get("submit_time")) or 0,
         time_limit_s=max(limit_s, 60),
         shape=shape,
         held_for_us=state == "pending" and tagged and priority == 0,
         tagged=tagged,
         priority=priority,
         reason=str(raw.get("state_reason") or ""),
-        ending=is_ending(str(raw.get("job_state", ""))),
+        ending=is_ending(word),
         start=start_time(state, start, nodes),
         end=end if state not in {"pending", "running"} and end else None,
         allocation=allocation,
@@ -186,7 +163,7 @@ def parse_job(
     )
 
 
-def parse_jobs(
+def read_jobs(
     doc: Doc,
     *,
     tag: str,
@@ -194,23 +171,54 @@ def parse_jobs(
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
     cores: WholeCores = NO_WHOLE_CORES,
-) -> list[JobView]:
-    """Jobs of ``squeue --json`` in the wanted partitions; pending array meta-records skipped."""
-    try:
-        raw_jobs = doc["jobs"]
-    except KeyError:
-        raise StateParseError("squeue JSON has no 'jobs' (is this `squeue --json`?)") from None
+    origin: JsonOrigin = SQUEUE,
+) -> JobsRead:
+    """Jobs of ``doc`` in the wanted partitions; pending array meta-records skipped.
+
+    A document in a format not read, or without ``jobs``, is an error for the read
+    (StateParseError naming ``origin``'s command and Slurm's version); a job that cannot
+    be read is one of ``unreadable``, with why.
+    """
+    newer = data_format(doc, origin) in NEWER_FORMATS
     jobs: list[JobView] = []
-    for raw in raw_jobs:
-        partition = str(raw.get("partition") or "")
-        if partitions and not set(partition.split(",")) & set(partitions):
-            continue
-        # A pending array not yet split into elements ("123_[1-10]") cannot be pinned as one.
-        if raw.get("array_task_string") and _int(raw.get("array_task_id")) is None:
-            continue
-        jobs.append(
-            parse_job(
-                raw, tag=tag, partition_max=partition_max, unlimited_s=unlimited_s, cores=cores
+    unreadable: list[tuple[str, str]] = []
+    for raw in records(doc, "jobs", origin):
+        try:
+            partition = str(raw.get("partition") or "")
+            if partitions and not set(partition.split(",")) & set(partitions):
+                continue
+            # A pending array not yet split into elements ("123_[1-10]") cannot be pinned.
+            if raw.get("array_task_string") and number(raw.get("array_task_id")) is None:
+                continue
+            jobs.append(
+                parse_job(
+                    raw,
+                    tag=tag,
+                    partition_max=partition_max,
+                    unlimited_s=unlimited_s,
+                    cores=cores,
+                    newer=newer,
+                )
             )
-        )
-    return jobs
+        except (StateParseError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            why = str(exc) if isinstance(exc, StateParseError) else f"{type(exc).__name__}: {exc}"
+            unreadable.append((_raw_id(raw), str(origin.error(doc, why))))
+    return JobsRead(jobs, tuple(unreadable))
+
+
+def parse_jobs(doc: Doc, **options: Any) -> list[JobView]:
+    """``read_jobs(doc, **options)``'s jobs where every job must be read: StateParseError
+    naming the first one that is not."""
+    found = read_jobs(doc, **options)
+    if found.unreadable:
+        raise StateParseError(found.unreadable[0][1])
+    return found.jobs
+
+
+def _raw_id(raw: Any) -> str:
+    """The id of a record that may not be a job at all ("?" then)."""
+    try:
+        return job_id(raw)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        found = raw.get("job_id") if isinstance(raw, Mapping) else None
+        return str(found) if found is not None else "?"
