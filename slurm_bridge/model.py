@@ -175,6 +175,8 @@ class ClusterState:
     reservations: tuple[ReservationView, ...] = ()
     limits: SiteLimits | None = None
     """Slurm's QOS and association limits, where the bridge reads them."""
+    unreadable: tuple[tuple[str, str], ...] = ()
+    """Jobs the reader could not shape, as (job id, why): left out of ``jobs``."""
 
     @property
     def running(self) -> list[JobView]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cpsched.slurm_bridge import hostlist, slurm_json, slurm_text
+from cpsched.slurm_bridge import hostlist, slurm_text
 from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import CommandError, StateParseError
 from cpsched.slurm_bridge.finished import parse_sacct, sacct_argv
@@ -46,9 +46,13 @@ from cpsched.slurm_bridge.slurm_common import (
     parse_reservations,
     partition_max_minutes,
 )
+from cpsched.slurm_bridge.slurm_json import read_jobs
+from cpsched.slurm_bridge.slurm_json_doc import JsonOrigin, json_argvs
+from cpsched.slurm_bridge.slurm_json_nodes import parse_nodes
 from cpsched.slurm_bridge.slurm_pins import PIN_PREFIX, SplitPins, pin_apart, unreserve_pinned
 from cpsched.slurm_bridge.slurm_rest import SlurmRestClient
 from cpsched.slurm_bridge.slurm_shape import WholeCores
+from cpsched.slurm_bridge.slurm_version import SlurmVersion, parse_version
 
 log = logging.getLogger("slurm_bridge.slurm")
 
@@ -91,6 +95,7 @@ class SlurmBackend:
     _fairshare: Refreshed[dict[tuple[str, str], float]] = field(init=False)
     _pins: SplitPins = field(init=False)
     _told_not_modelled: bool = False
+    _version: SlurmVersion | None = None
 
     def _cmd(self, name: str) -> str:
         return str(self.bin_dir / name) if self.bin_dir else name
@@ -130,6 +135,16 @@ class SlurmBackend:
         )
 
     # ---- reading ---------------------------------------------------------------
+    @property
+    def slurm_version(self) -> SlurmVersion:
+        """Slurm's version (``scontrol --version``), learned on the first read and logged
+        then; the readers and the commands they run depend on it."""
+        if self._version is None:
+            argv = [self._cmd("scontrol"), "--version"]
+            self._version = parse_version(self.runner.run(argv), " ".join(argv))
+            log.info("Slurm %s (from %s)", self._version, " ".join(argv))
+        return self._version
+
     def _read_limits(self) -> SiteLimits:
         """QOS and association limits (``sacctmgr``)."""
         sacctmgr = self._cmd("sacctmgr")
@@ -163,19 +178,26 @@ class SlurmBackend:
 
     def read_state(self) -> ClusterState:
         now = int(time.time())
+        version = self.slurm_version
         partitions = self._partitions.get()
         limits = partition_max_minutes(partitions)
         notes: list[str] = []
         if self.source == "rest" and self.rest is not None:
-            nodes_doc, jobs_doc = self.rest.nodes(), self.rest.jobs()
-            return self._from_json(now, nodes_doc, jobs_doc, partitions, notes)
+            api = self.rest.api
+            nodes_read = (self.rest.nodes(), JsonOrigin(f"slurmrestd GET {api.nodes}", version))
+            jobs_read = (self.rest.jobs(), JsonOrigin(f"slurmrestd GET {api.jobs}", version))
+            return self._from_json(now, nodes_read, jobs_read, partitions, notes)
         if self.source == "json":
             try:
-                nodes_doc = _load(self.runner.run([self._cmd("sinfo"), "--json"]), "sinfo")
-                jobs_doc = _load(self.runner.run([self._cmd("squeue"), "-a", "--json"]), "squeue")
-                return self._from_json(now, nodes_doc, jobs_doc, partitions, notes)
+                nodes_argv, jobs_argv = json_argvs(version, self._cmd)
+                nodes_origin = JsonOrigin(_said(nodes_argv), version)
+                jobs_origin = JsonOrigin(_said(jobs_argv), version)
+                nodes_read = _load(self.runner.run(nodes_argv), nodes_origin)
+                jobs_read = _load(self.runner.run(jobs_argv), jobs_origin)
+                return self._from_json(now, nodes_read, jobs_read, partitions, notes)
             except (CommandError, StateParseError) as exc:
-                # Slurm built without JSON support: keep going with the text formats.
+                # Slurm built without JSON support, or JSON in a format not read (the
+                # error names the command and the version): keep going with the text.
                 log.warning("JSON state unavailable, using text formats: %s", exc)
                 notes.append("json unavailable; text fallback")
         nodes = slurm_text.parse_nodes(
@@ -246,6 +268,7 @@ class SlurmBackend:
         jobs: list[JobView],
         partitions: dict[str, PartitionView],
         notes: list[str],
+        unreadable: tuple[tuple[str, str], ...] = (),
     ) -> ClusterState:
         limits = self._limits.get()
         jobs = hold_back_over_limits([pin_apart(job) for job in jobs], limits)
@@ -264,26 +287,29 @@ class SlurmBackend:
             partitions=partitions,
             reservations=site,
             limits=limits,
+            unreadable=unreadable,
         )
 
     def _from_json(
         self,
         now: int,
-        nodes_doc: dict,
-        jobs_doc: dict,
+        nodes_read: tuple[dict, JsonOrigin],
+        jobs_read: tuple[dict, JsonOrigin],
         partitions: dict[str, PartitionView],
         notes: list[str],
     ) -> ClusterState:
-        nodes = slurm_json.parse_nodes(nodes_doc, self.partitions)
-        jobs = slurm_json.parse_jobs(
-            jobs_doc,
+        """The state from a nodes and a jobs document, each with where it came from."""
+        nodes = parse_nodes(nodes_read[0], self.partitions, origin=nodes_read[1])
+        found = read_jobs(
+            jobs_read[0],
             tag=self.tag,
             partitions=self.partitions,
             partition_max=partition_max_minutes(partitions),
             unlimited_s=self.unlimited_s,
             cores=self._whole_cores(nodes),
+            origin=jobs_read[1],
         )
-        return self._state(now, nodes, jobs, partitions, notes)
+        return self._state(now, nodes, found.jobs, partitions, notes, found.unreadable)
 
     def _whole_cores(self, nodes: dict[str, NodeView]) -> WholeCores:
         """Where Slurm allocates whole cores (jobs there are shaped in whole cores)."""
@@ -344,10 +370,11 @@ class SlurmBackend:
         self.runner.run([self._cmd("scontrol"), "release", job_id])
 
     def extend(self, job_id: str, new_limit_s: int) -> None:
-        if self.rest is not None and self.source == "rest":
-            self.rest.update_job(job_id, {"time_limit": math.ceil(new_limit_s / 60)})
-            return
         minutes = math.ceil(new_limit_s / 60)
+        # slurmrestd 24.11 refuses an update addressed to an array element (123_4)
+        if self.rest is not None and self.source == "rest" and "_" not in job_id:
+            self.rest.set_time_limit(job_id, minutes)
+            return
         self.runner.run(
             [self._cmd("scontrol"), "update", f"JobId={job_id}", f"TimeLimit={minutes}"]
         )
@@ -401,11 +428,17 @@ class SlurmBackend:
         self._finished_failure = None
 
 
-def _load(text: str, what: str) -> dict:
+def _said(argv: list[str]) -> str:
+    """A command as errors name it: its program's name and arguments."""
+    return " ".join([Path(argv[0]).name, *argv[1:]])
+
+
+def _load(text: str, origin: JsonOrigin) -> tuple[dict, JsonOrigin]:
+    """A command's JSON document, with where it came from."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise StateParseError(f"{what} --json printed invalid JSON ({exc})") from None
+        raise origin.error({}, f"printed invalid JSON ({exc})") from None
     if not isinstance(doc, dict):
-        raise StateParseError(f"{what} --json printed {type(doc).__name__}, not an object")
-    return doc
+        raise origin.error({}, f"printed {type(doc).__name__}, not an object")
+    return doc, origin
