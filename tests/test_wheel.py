@@ -2,6 +2,9 @@
 
 Built once per session from this checkout; the base install is a fresh virtual environment
 with ``pip install cpsched`` and no extras, as docs/bridge.md tells a controller host.
+Offline: the wheel is built without build isolation (from this environment's setuptools),
+and the base install finds its requirements, and only those, already installed: linked in
+from this environment.
 """
 
 from __future__ import annotations
@@ -9,11 +12,15 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 import zipfile
+from email.parser import Parser
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,10 +39,11 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO, source, symlinks=True, ignore=_NOT_BUILT)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "--no-index", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
-    )
+    )  # fmt: skip
     (built,) = out.glob("cpsched-*.whl")
     return built
 
@@ -45,13 +53,51 @@ def base_install(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment holding cpsched without extras; returns its bin directory."""
     env = tmp_path_factory.mktemp("base-venv")
     venv.create(env, with_pip=True)
+    linked = _requirements_linked(wheel, tmp_path_factory.mktemp("base-requirements"))
+    purelib = subprocess.run(
+        [env / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(purelib) / "base-requirements.pth").write_text(f"{linked}\n")
+    # --no-index: pip must find every requirement satisfied, as the links make it.
     subprocess.run(
         [env / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-         str(wheel)],
+         "--no-index", str(wheel)],
         check=True,
         capture_output=True,
     )  # fmt: skip
     return env / "bin"
+
+
+def _requirements_linked(wheel: Path, folder: Path) -> Path:
+    """``folder`` holding links to what this environment installed of the wheel's base
+    requirements (no extra) and of theirs, so that a fresh environment can use them
+    without the package index; nothing else (not OR-Tools, not FastAPI)."""
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        wanted = Parser().parsestr(archive.read(name).decode()).get_all("Requires-Dist", [])
+    site = Path(sysconfig.get_path("purelib"))
+    seen: set[str] = set()
+    while wanted:
+        requirement = Requirement(wanted.pop())
+        if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        distribution = metadata.distribution(requirement.name)
+        key = distribution.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        wanted.extend(distribution.requires or [])
+        top = {
+            f.parts[0] for f in distribution.files or [] if f.parts[0] not in ("..", "__pycache__")
+        }
+        for entry in top:
+            target = folder / entry
+            if not target.exists():
+                target.symlink_to(site / entry)
+    return folder
 
 
 def test_the_wheel_installs_one_import_name(wheel: Path) -> None:
