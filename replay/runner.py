@@ -11,7 +11,7 @@ from cpsched.replay.outputs import output_directory, write_outputs
 from cpsched.replay.remote import RemoteScheduler
 from cpsched.replay.results import ReplayResult
 from cpsched.replay.simulator import Progress, Simulator, SimulatorOptions
-from cpsched.replay.swf import Trace, read_header, read_swf
+from cpsched.replay.swf import Trace, malformed_lines, read_header, read_swf
 from cpsched.replay.system import System, load_system, system_from_header
 from cpsched.runtime.policy import Policy
 
@@ -44,6 +44,9 @@ class ReplaySettings:
     cluster: str = "replay"
     """The service's cluster name for this replay (use a fresh one per replay: the
     service remembers every finished job it was sent)."""
+    strict: bool = False
+    """Stop at the trace's first malformed line (a TraceError naming it) instead of leaving
+    such lines out."""
 
 
 def resolve_system(trace: Path, system: Path | None) -> System:
@@ -138,6 +141,7 @@ def simulate(
                 "lines": trace.report.lines,
                 "kept": trace.report.kept,
                 "counts": trace.report.counts,
+                "malformed_lines": malformed_lines(trace.report),
             },
         }
     )
@@ -149,7 +153,7 @@ def _read_slice(settings: ReplaySettings, system: System) -> Trace:
     if settings.skip_jobs < 0:
         raise ConfigError(f"the jobs to skip must be >= 0, got {settings.skip_jobs}")
     limit = None if settings.jobs is None else settings.skip_jobs + settings.jobs
-    trace = read_swf(settings.trace, system, limit=limit)
+    trace = read_swf(settings.trace, system, limit=limit, strict=settings.strict)
     if settings.skip_jobs:
         trace = replace(trace, jobs=trace.jobs[settings.skip_jobs :])
     if not trace.jobs:

@@ -11,7 +11,9 @@ below; the first *skip* rule that matches drops the line, so each job line is ke
 counted under exactly one skip rule. *clamp*, *fill* and *count* rules touch kept jobs.
 
 - ``malformed`` (skip): not 18 finite numbers, or a fractional job number. Text, NaN,
-  truncated lines and undecodable bytes land here instead of crashing the reader.
+  truncated lines and undecodable bytes land here instead of crashing the reader; the
+  report keeps the first few with their line numbers and what is wrong with each
+  (:func:`bad_lines_note`), and ``strict=True`` stops at the first instead.
 - ``duplicate_id`` (skip): job number seen on an earlier line; ids must be unique.
 - ``negative_submit`` (skip): submitted before the trace start, off the clock.
 - ``cancelled_before_start`` (skip): status 5, run time <= 0: never used the machine.
@@ -42,7 +44,8 @@ import gc
 import gzip
 import re
 import zlib
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from math import ceil, isfinite
 from pathlib import Path
 from typing import IO
@@ -108,6 +111,8 @@ class CleaningReport:
     counts: dict[str, int]
     examples: dict[str, list[int]]
     """Rule -> first line numbers (1-based, as in the file) the rule touched."""
+    malformed: list[tuple[int, str]] = field(default_factory=list)
+    """The first malformed lines: (line number, what is wrong with it)."""
 
     @property
     def skipped(self) -> int:
@@ -217,8 +222,12 @@ class _Machine:
         )
 
 
-def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
-    """Read and clean an SWF trace for ``system``; ``limit`` keeps the first N kept jobs."""
+def read_swf(
+    path: Path, system: System, *, limit: int | None = None, strict: bool = False
+) -> Trace:
+    """Read and clean an SWF trace for ``system``; ``limit`` keeps the first N kept jobs.
+    ``strict``: a malformed line is a TraceError naming it (``file:line: what is wrong``)
+    instead of a line left out and counted."""
     if limit is not None and limit < 0:
         raise ConfigError(f"the number of jobs to replay must be >= 0, got {limit}")
     machine = _Machine(system)
@@ -229,6 +238,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
 
     counts = dict.fromkeys(RULES, 0)
     examples: dict[str, list[int]] = {rule: [] for rule in RULES}
+    malformed: list[tuple[int, str]] = []
 
     def note(rule: str, lineno: int) -> None:
         counts[rule] += 1
@@ -260,6 +270,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
                 lines += 1
                 v = _numbers(parts)
                 if v is None:
+                    _left_out(path, lineno, parts, strict, malformed)
                     note("malformed", lineno)
                     continue
                 number = int(v[0])
@@ -301,7 +312,7 @@ def read_swf(path: Path, system: System, *, limit: int | None = None) -> Trace:
             gc.enable()
 
     jobs.sort(key=lambda tj: tj.job.submit)
-    report = CleaningReport(lines=lines, kept=kept, counts=counts, examples=examples)
+    report = CleaningReport(lines, kept, counts, examples, malformed)
     return Trace(header=_parse_header(header_lines), jobs=jobs, report=report)
 
 
@@ -366,6 +377,65 @@ def _numbers(parts: list[str]) -> list[float] | None:
     if len(v) != 18 or not isfinite(sum(v)) or v[0] != int(v[0]):
         return None
     return v
+
+
+def _left_out(
+    path: Path, lineno: int, parts: list[str], strict: bool, malformed: list[tuple[int, str]]
+) -> None:
+    """A malformed line: kept in ``malformed`` (the first few), or with ``strict`` an error."""
+    problem = _malformed(parts)
+    if strict:
+        raise TraceError(
+            f"{path}:{lineno}: {problem} (without --strict, malformed lines are left out "
+            "and counted)"
+        )
+    if len(malformed) < MAX_EXAMPLES:
+        malformed.append((lineno, problem))
+
+
+def _malformed(parts: list[str]) -> str:
+    """What is wrong with a job line :func:`_numbers` refused."""
+    for number, text in enumerate(parts, 1):
+        try:
+            value = float(text)
+        except ValueError:
+            return f"field {number} ({_quoted(text)}) is not a number"
+        if not isfinite(value):
+            return f"field {number} ({_quoted(text)}) is not a finite number"
+    if len(parts) != 18:
+        return f"{len(parts)} fields, an SWF job line has 18"
+    if not float(parts[0]).is_integer():
+        return f"job number {_quoted(parts[0])} is not a whole number"
+    return "numbers too large to add up"
+
+
+def _quoted(text: str, limit: int = 40) -> str:
+    """``text`` for a message: quoted, non-printable characters escaped, at most ``limit``."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else f"{shown[: limit - 4]}...{shown[0]}"
+
+
+def malformed_lines(report: CleaningReport) -> list[dict[str, object]]:
+    """The report's first malformed lines, JSON-ready (a replay's ``summary.json``)."""
+    return [{"line": line, "problem": problem} for line, problem in report.malformed]
+
+
+def bad_lines_note(trace: str, cleaning: Mapping[str, object]) -> str | None:
+    """One line on a trace's malformed lines for a person (None when there are none), from
+    a replay's ``settings.cleaning``: how many were left out, the first with what is wrong."""
+    counts = cleaning.get("counts")
+    count = counts.get("malformed", 0) if isinstance(counts, Mapping) else 0
+    if not count:
+        return None
+    shown = cleaning.get("malformed_lines")
+    first = shown if isinstance(shown, Sequence) else []
+    lines = "; ".join(f"line {row['line']}: {row['problem']}" for row in first)
+    more = f"; and {count - len(first)} more" if count > len(first) else ""
+    plural = "s" if count != 1 else ""
+    return (
+        f"{trace}: {count} malformed line{plural} left out ({lines}{more}); "
+        "--strict stops at the first instead"
+    )
 
 
 def _filled(run: int, requested: int, max_limit: int | None) -> tuple[int, int, list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,8 +17,9 @@ from cpsched.cli import bench, serve, sweep
 from cpsched.cli.generate import generate
 from cpsched.cli.policy_options import policy_options
 from cpsched.errors import CpschedError
-from cpsched.replay.compare import DEFAULT_RUNS, compare_policies
+from cpsched.replay.compare import BASELINE, DEFAULT_RUNS, compare_policies
 from cpsched.replay.runner import ReplaySettings, run_replay
+from cpsched.replay.swf import bad_lines_note
 from cpsched.runtime.policy import NAMED_POLICIES, Policy
 
 app = typer.Typer(
@@ -55,6 +57,14 @@ ChargeOpt = Annotated[
     bool, typer.Option(help="Charge the measured decision time to the simulated clock.")
 ]
 PlotsOpt = Annotated[bool, typer.Option(help="Write PNG plots.")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Stop at the trace's first malformed line (exit code 2, naming FILE:LINE and "
+        "what is wrong) instead of leaving malformed lines out and reporting them.",
+    ),
+]
 TimingsOpt = Annotated[
     bool,
     typer.Option(
@@ -91,6 +101,7 @@ def replay(
     charge_decision_time: ChargeOpt = False,
     plots: PlotsOpt = True,
     timings: TimingsOpt = True,
+    strict: StrictOpt = False,
     dump_instances: Annotated[
         Path | None,
         typer.Option(help="Write every dispatch instance to DIR (for bench-instances)."),
@@ -128,6 +139,7 @@ def replay(
         service=service,
         token=token,
         cluster=cluster,
+        strict=strict,
     )
     with Progress(
         TextColumn("[bold]replay[/] {task.description}"),
@@ -143,6 +155,7 @@ def replay(
             on_loaded=lambda n: bar.update(task, total=n),
             progress=lambda done: bar.update(task, completed=done),
         )
+    _report_bad_lines(trace, summary)
     console.print(
         f"{summary['jobs']} jobs · mean wait {summary['mean_wait_s']} s · "
         f"mean bounded slowdown {summary['mean_bounded_slowdown']} · "
@@ -171,6 +184,7 @@ def compare(
     warmup: WarmupOpt = 0.01,
     workers: Annotated[int, typer.Option(help="Parallel replay processes.")] = 2,
     plots: PlotsOpt = True,
+    strict: StrictOpt = False,
 ) -> None:
     """Replay a trace through several policies, tabulate each metric's ratio to today's
     (EASY backfilling on the users' requested times) and chart them side by side."""
@@ -190,12 +204,21 @@ def compare(
         jobs=jobs,
         warmup_fraction=warmup,
         plots=plots,
+        strict=strict,
     )
     with console.status(f"replaying {trace.name} with {', '.join(runs)}"):
         markdown = compare_policies(base, runs, workers=workers)
     typer.echo(markdown)
+    _report_bad_lines(trace, json.loads((out / BASELINE / "summary.json").read_text()))
     charts = f" (with its charts, {out}/compare_*.png)" if plots else ""
     console.print(f"tables → {out / 'comparison.md'}{charts}, {out / 'comparison.csv'}")
+
+
+def _report_bad_lines(trace: Path, summary: dict[str, Any]) -> None:
+    """The trace's malformed lines, which the replay left out, on stderr."""
+    note = bad_lines_note(trace.name, summary["settings"]["cleaning"])
+    if note is not None:
+        console.print(f"[yellow]warning:[/] {escape(note)}", soft_wrap=True)
 
 
 app.command("bench-instances")(bench.bench_instances)

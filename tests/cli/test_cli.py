@@ -52,6 +52,31 @@ def test_replay_writes_every_output(small_trace, tmp_path):
         assert (out / name).stat().st_size > 0
 
 
+BROKEN_LINE = "small.swf: 1 malformed line left out (line 44: field 3 ('this') is not a number)"
+
+
+def test_replay_and_compare_report_malformed_lines_on_stderr(small_trace, tmp_path):
+    for command in ("replay", "compare"):
+        done = cpsched(command, small_trace, "--out", tmp_path / command, "--no-plots")
+        assert done.returncode == 0, done.stderr
+        (warning,) = [x for x in done.stderr.splitlines() if x.startswith("warning:")]
+        assert warning == f"warning: {BROKEN_LINE}; --strict stops at the first instead"
+    summary = json.loads((tmp_path / "replay" / "summary.json").read_text())
+    assert summary["settings"]["cleaning"]["malformed_lines"] == [
+        {"line": 44, "problem": "field 3 ('this') is not a number"}
+    ]
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+def test_strict_stops_at_the_first_malformed_line(small_trace, tmp_path, command):
+    done = cpsched(command, small_trace, "--out", tmp_path / "out", "--no-plots", "--strict")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: {small_trace}:44: field 3 ('this') is not a number (without --strict, "
+        "malformed lines are left out and counted)"
+    ]
+
+
 @pytest.mark.parametrize(
     "policy",
     # A heuristic; the default's CP search limited by solver work, with a deadline that is

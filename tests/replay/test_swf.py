@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import re
 from pathlib import Path
 
 import pytest
 
 from cpsched.core.problem import Node
 from cpsched.errors import ConfigError, TraceError
-from cpsched.replay.swf import RULES, SKIP_RULES, read_header, read_swf
+from cpsched.replay.swf import (
+    RULES,
+    SKIP_RULES,
+    bad_lines_note,
+    malformed_lines,
+    read_header,
+    read_swf,
+)
 from cpsched.replay.system import System, system_from_header
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
@@ -183,6 +191,53 @@ def test_examples_are_capped(tmp_path: Path) -> None:
     report = read_swf(write(tmp_path, *(["junk"] * 8)), CPU).report
     assert report.counts["malformed"] == 8
     assert report.examples["malformed"] == [1, 2, 3, 4, 5]
+
+
+BAD_LINES = [
+    line(job=1),
+    " ".join(line(job=2).split()[:17]),  # a field short
+    line(job=3, req_time="abc"),
+    line(job="4.5"),
+    line(job=5, procs="nan"),
+    line(job=6) + " 7",
+    "x" * 100,
+    line(job=8),
+]
+
+
+def test_malformed_lines_are_reported_with_their_numbers_and_what_is_wrong(tmp_path):
+    trace = read_swf(write(tmp_path, *BAD_LINES, header="; MaxNodes: 4\n"), CPU)
+    assert [tj.job.id for tj in trace.jobs] == ["1", "8"]
+    assert trace.report.counts["malformed"] == 6
+    # The first five, by their line numbers in the file (the header is line 1).
+    assert trace.report.malformed == [
+        (3, "17 fields, an SWF job line has 18"),
+        (4, "field 9 ('abc') is not a number"),
+        (5, "job number '4.5' is not a whole number"),
+        (6, "field 8 ('nan') is not a finite number"),
+        (7, "19 fields, an SWF job line has 18"),
+    ]
+    cleaning = {"counts": trace.report.counts, "malformed_lines": malformed_lines(trace.report)}
+    note = bad_lines_note("t.swf", cleaning)
+    assert note == (
+        "t.swf: 6 malformed lines left out (line 3: 17 fields, an SWF job line has 18; "
+        "line 4: field 9 ('abc') is not a number; line 5: job number '4.5' is not a whole "
+        "number; line 6: field 8 ('nan') is not a finite number; line 7: 19 fields, an SWF "
+        "job line has 18; and 1 more); --strict stops at the first instead"
+    )
+    assert bad_lines_note("t.swf", {"counts": {"malformed": 0}, "malformed_lines": []}) is None
+
+
+def test_a_long_bad_field_is_shortened_in_the_report(tmp_path):
+    (bad,) = read_swf(write(tmp_path, "x" * 100), CPU).report.malformed
+    assert bad == (1, "field 1 ('xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...') is not a number")
+
+
+def test_strict_stops_at_the_first_malformed_line(tmp_path):
+    path = write(tmp_path, *BAD_LINES)
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(path))}:2: 17 fields, an SWF job "):
+        read_swf(path, CPU, strict=True)
+    assert len(read_swf(write(tmp_path, line(job=1), line(job=2)), CPU, strict=True).jobs) == 2
 
 
 def test_plain_and_gzip_read_the_same(tmp_path: Path) -> None:
