@@ -13,6 +13,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from cpsched.wire import examples
+
 API_VERSION = "v1"
 
 PRINTABLE = r"^[^\x00-\x08\x0a-\x1f\x7f]*$"
@@ -208,6 +210,8 @@ class SnapshotIn(WireModel):
 
 
 class DispatchRequest(SnapshotIn):
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.DISPATCH]})
+
     dry_run: bool = Field(
         False, description="Compute a decision but record nothing as applied (shadow mode)."
     )
@@ -219,6 +223,8 @@ Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="A SHA-256,
 class SnapshotDeltaIn(WireModel):
     """What changed since the snapshot of an earlier answer (its ``snapshot_digest``):
     large queues send this instead of the whole snapshot (``/dispatch/delta``)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.DELTA]})
 
     base: Digest = Field(
         description="snapshot_digest of the answer this applies to: the service's latest "
@@ -365,6 +371,8 @@ class FinishedBatch(WireModel):
 class FinishedBatchIn(WireModel):
     """A batch as the service reads it: each job is checked on its own, so that one it
     refuses (listed in :class:`FinishedAck`'s ``refused``) holds back none of the others."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.FINISHED]})
 
     jobs: list[dict[str, JsonValue]] = Field(
         min_length=1, max_length=10_000, description="Finished jobs, each a FinishedJobIn."

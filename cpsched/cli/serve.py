@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -9,10 +11,12 @@ import typer
 
 from cpsched import logs
 from cpsched.cli.policy_options import policy_options
+from cpsched.errors import ConfigError
 from cpsched.runtime.policy import Policy
-from cpsched.service.settings import load_settings
+from cpsched.service.settings import ServiceSettings, load_settings
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
     from sqlalchemy import Engine
 
 HttpParser = Literal["httptools", "h11"]
@@ -36,7 +40,7 @@ db_app = typer.Typer(
 def serve(
     config: ConfigOpt = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8480,
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free one).")] = 8480,
     database_url: DatabaseOpt = None,
     upgrade: Annotated[
         bool, typer.Option("--upgrade", help="Apply pending migrations before starting.")
@@ -55,22 +59,81 @@ def serve(
 
     from cpsched.service.app import create_app
 
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port} is not a port: give one from 1 to 65535 (0: any free)")
     settings = load_settings(
         config, database_url=database_url, upgrade_on_start=True if upgrade else None
     )
     logs.configure(settings.log_level.upper())
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=settings.log_level.lower(),
-        log_config=None,  # keep our JSON handler (cpsched.logs)
-        access_log=access_log,
-        http=http,
-        # One process: dispatches of a cluster must be serialised in one place.
-        workers=1,
+    listener = _listen(host, port)
+    try:
+        app = create_app(settings)
+    except BaseException:
+        listener.close()
+        raise
+    _say_started(app, settings, listener)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level=settings.log_level.lower(),
+            log_config=None,  # keep our JSON handler (cpsched.logs)
+            access_log=access_log,
+            http=http,
+            # One process: dispatches of a cluster must be serialised in one place.
+            workers=1,
+        )
     )
+    server.run(sockets=[listener])
+    if not server.started:
+        raise typer.Exit(3)  # the application's start-up failed (uvicorn's code); see the log
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening (connections wait in its backlog until
+    the service is ready), or a one-line ConfigError saying why not."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        listener = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}: {exc.strerror or exc}; check --host") from None
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(2048)
+    except OSError as exc:
+        listener.close()
+        hint = "check --host and --port"
+        if exc.errno == errno.EADDRINUSE:
+            hint = "another process listens there: stop it or choose another --port"
+        elif exc.errno == errno.EACCES:
+            hint = "ports below 1024 need root: choose another --port"
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; {hint}"
+        ) from None
+    return listener
+
+
+def _say_started(app: FastAPI, settings: ServiceSettings, listener: socket.socket) -> None:
+    """On stderr: where the service listens, on which database, with how many tokens; and a
+    warning when it has none (every /v1 call would get 401)."""
+    from cpsched.service.store.database import shown
+
+    host, port = listener.getsockname()[:2]
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    tokens = len(settings.tokens)
+    typer.echo(
+        f"cpsched serve: listening on {url} (API docs at {url}/docs, dashboard at {url}/ui/); "
+        f"database {shown(app.state.engine.url)}; {tokens} token{'' if tokens == 1 else 's'}",
+        err=True,
+    )
+    if not tokens:
+        typer.echo(
+            "warning: no tokens configured, so every /v1 call gets 401: add a [[tokens]] table "
+            'to the config, or set CPSCHED_TOKENS=\'[{"name": "me", "secret": "..."}]\'',
+            err=True,
+        )
 
 
 def _engine(config: Path | None, database_url: str | None) -> Engine:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,6 +26,7 @@ def make_engine(url: str) -> Engine:
         # psycopg 3 is what we ship; the bare scheme would look for psycopg2.
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() == "sqlite":
+        _make_directory(parsed)
         engine = create_engine(parsed, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -35,6 +37,40 @@ def make_engine(url: str) -> Engine:
     return create_engine(parsed, pool_pre_ping=True, pool_size=8, max_overflow=8)
 
 
+def _sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite URL (None in memory)."""
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _make_directory(url: URL) -> None:
+    """Create a SQLite file's directory (``/var/lib/cpsched`` on a fresh machine), or say
+    in one line why it cannot be and what to do."""
+    path = _sqlite_file(url)
+    if path is None or path.parent.is_dir():
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"the SQLite database {path} cannot be created: its directory {path.parent} does "
+            f"not exist and cannot be made ({exc.strerror or exc}); create it, writable by "
+            "this user, or set database_url (CPSCHED_DATABASE_URL) to a file in a writable "
+            "directory, e.g. sqlite:///cpsched.db"
+        ) from None
+
+
+def shown(url: URL) -> str:
+    """The database for a person: a SQLite file by its absolute path, any other by its URL
+    with the password hidden."""
+    path = _sqlite_file(url)
+    if url.get_backend_name() == "sqlite" and path is not None:
+        return f"SQLite {path.resolve()}"
+    return url.render_as_string(hide_password=True)
+
+
 def check_reachable(engine: Engine) -> None:
     """Connect once: an unreachable database is a one-line ConfigError naming it (password
     hidden) and the driver's reason, not a traceback."""
@@ -43,8 +79,13 @@ def check_reachable(engine: Engine) -> None:
             conn.execute(text("SELECT 1"))
     except DBAPIError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        if engine.url.get_backend_name() == "sqlite":
+            raise ConfigError(
+                f"cannot open the database {shown(engine.url)}: {reason}; check database_url "
+                "and that this user may write the file and its directory"
+            ) from None
         raise ConfigError(
-            f"cannot reach the database {engine.url.render_as_string(hide_password=True)}: "
+            f"cannot reach the database {shown(engine.url)}: "
             f"{reason}; check database_url and that the server is running"
         ) from None
 
