@@ -16,7 +16,8 @@ Every 10th trace job also asks for a GPU, jobs over 8 CPUs are task jobs Slurm s
 mapped to one of four local users (created when missing). Prints one table and writes
 the per-run figures as JSON (``--out``). Asserts nothing.
 
-    python bench/live_slurm.py --out /tmp/live.json [--keep DIR] [--threads 2]
+    python bench/live_slurm.py --out /tmp/live.json [--keep DIR] [--threads 2] [--slurm-scaled]
+    tests/slurm_bridge/testbed/debian13-run.sh python bench/live_slurm.py ...   # on 24.11
     python bench/live_slurm.py --analyse DIR   # the figures of runs kept in DIR, again
 """
 
@@ -112,7 +113,7 @@ def sh(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> str
     return done.stdout
 
 
-def start_testbed(root: Path, threads: int = 1) -> dict[str, str]:
+def start_testbed(root: Path, threads: int = 1, sched_scaled: bool = False) -> dict[str, str]:
     root.chmod(0o755)
     for directory in root.parents:  # users must reach slurm.conf and munge's socket
         if directory == Path("/tmp") or directory == directory.parent:
@@ -130,6 +131,9 @@ def start_testbed(root: Path, threads: int = 1) -> dict[str, str]:
         "WITH_DBD": "0",
         "PRIORITY": "basic",
         "THREADS": str(threads),  # hardware threads per core (2: Slurm allocates whole cores)
+        # Slurm's own scheduling at the workload's compressed pace (a fair baseline), or
+        # at its defaults (backfill every 30 s at 60 s resolution)
+        "SCHED_SCALE": "1" if sched_scaled else "0",
     }
     sh("bash", str(TESTBED / "start.sh"), str(root), env=env)
     conf = root / "etc" / "slurm.conf"
@@ -454,6 +458,12 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="hardware threads per core of every node"
     )
+    parser.add_argument(
+        "--slurm-scaled",
+        action="store_true",
+        help="run Slurm's scheduling at the workload's pace (bf_interval=1, bf_resolution=1, "
+        "sched_interval=1, sched_min_interval=0) instead of its defaults, for every run",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--keep",
@@ -482,7 +492,7 @@ def main() -> None:
     )
     ensure_users()
     root = Path(tempfile.mkdtemp(prefix="cpsched-live-"))
-    env = start_testbed(root, args.threads)
+    env = start_testbed(root, args.threads, args.slurm_scaled)
     results = []
     try:
         for name in args.runs.split(","):

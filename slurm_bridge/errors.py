@@ -6,6 +6,7 @@ Hierarchy::
     └── BridgeError                 base of everything the bridge raises on purpose
         ├── BridgeConfigError       the bridge's TOML / environment settings are wrong
         ├── CommandError            a workload-manager command failed or timed out
+        │   └── SplitPinRefused     Slurm takes no per-node core counts (23.11 and later)
         ├── StateParseError         a command's output cannot be understood
         └── StateFileError          the bookkeeping file cannot be read or written
 
@@ -42,6 +43,12 @@ class CommandError(BridgeError):
             f"{argv[0] if argv else '?'} failed ({reason}){detail}; "
             f"check that the command works for the bridge's user: {' '.join(self.argv)!r}"
         )
+
+
+class SplitPinRefused(CommandError):
+    """Slurm refused a pin reservation's per-node core counts (``CoreCnt=2,3``): newer
+    Slurm (24.11 on the test bed) takes only a total, so a decided split cannot be pinned;
+    the bridge then starts task jobs on Slurm's own split (``split_pin = "node_list"``)."""
 
 
 class StateParseError(BridgeError):

@@ -115,6 +115,8 @@ class Bridge:
             left_out=report.left_out,
         )
         report.notes += notes
+        # Jobs Slurm listed but the bridge could not read: left out like the above
+        report.left_out.update(dict(state.unreadable))
         t1 = time.perf_counter()
         try:
             decision = self.client.dispatch(request)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cpsched.slurm_bridge import hostlist, slurm_text
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.errors import CommandError, StateParseError
+from cpsched.slurm_bridge.errors import CommandError, SplitPinRefused, StateParseError
 from cpsched.slurm_bridge.finished import parse_sacct, sacct_argv
 from cpsched.slurm_bridge.limits import (
     SiteLimits,
@@ -46,6 +46,7 @@ from cpsched.slurm_bridge.slurm_common import (
     parse_reservations,
     partition_max_minutes,
 )
+from cpsched.slurm_bridge.slurm_dependency import settle_dependencies
 from cpsched.slurm_bridge.slurm_json import read_jobs
 from cpsched.slurm_bridge.slurm_json_doc import JsonOrigin, json_argvs
 from cpsched.slurm_bridge.slurm_json_nodes import parse_nodes
@@ -64,6 +65,10 @@ LIMITS_TTL_S = 60.0
 bridge must not pin a job into its window for long (Slurm itself would not start it
 there: it would wait on its pinned nodes until the bridge re-holds it)."""
 
+
+CORE_LISTS_REFUSED = (24, 11)
+"""From this version on (seen on 24.11.5), ``scontrol create reservation`` refuses
+per-node core counts; an earlier release that refuses them is found at its first pin."""
 
 REPROBE_S = 600
 """How often ``finished_source = "auto"`` tries slurmdbd again once it read elsewhere."""
@@ -143,7 +148,20 @@ class SlurmBackend:
             argv = [self._cmd("scontrol"), "--version"]
             self._version = parse_version(self.runner.run(argv), " ".join(argv))
             log.info("Slurm %s (from %s)", self._version, " ".join(argv))
+            if not self.splits_tasks and self._version.at_least(*CORE_LISTS_REFUSED):
+                self._split_by_slurm(f"Slurm {self._version} takes no per-node core counts")
         return self._version
+
+    def _split_by_slurm(self, why: str) -> None:
+        """Pins cannot be made (``CoreCnt=2,3`` refused): task jobs spread over several
+        nodes start on Slurm's own split from now on, which the bridge knows before it
+        releases them (as with ``split_pin = "node_list"``)."""
+        self.splits_tasks = True
+        log.warning(
+            "task jobs start on Slurm's own split (split_pin = 'node_list'): %s; a decided "
+            "split cannot be pinned by a core reservation",
+            why,
+        )
 
     def _read_limits(self) -> SiteLimits:
         """QOS and association limits (``sacctmgr``)."""
@@ -271,6 +289,7 @@ class SlurmBackend:
         unreadable: tuple[tuple[str, str], ...] = (),
     ) -> ClusterState:
         limits = self._limits.get()
+        jobs = settle_dependencies(jobs, now)
         jobs = hold_back_over_limits([pin_apart(job) for job in jobs], limits)
         inputs = self._priority_inputs(nodes, partitions, limits)
         if inputs is not None:  # the priority Slurm would give the jobs it holds for us
@@ -336,9 +355,19 @@ class SlurmBackend:
             # TasksPerNode= would not do it: Slurm 22.05 records it and still fills the
             # first node (-N 2 -n 10 ran 7 + 3 on the test bed); MinCPUsNode= splits evenly.
             update.append(f"MinCPUsNode={cpus_per_node}")
+            if self.slurm_version.at_least(*CORE_LISTS_REFUSED):
+                # 24.11 rewrites a job given MinCPUsNode= alone to fewer CPUs in all
+                # (NumCPUs=5 for -n 9) unless its node count comes in the same update
+                update.append(f"NumNodes={len(allocation)}")
         if partition is not None:
             update.append(f"Partition={partition}")
-        pin = self._pins.pin(job_id, exact) if exact is not None and self.pins_splits else None
+        pin = None
+        if exact is not None and self.pins_splits:
+            try:
+                pin = self._pins.pin(job_id, exact)
+            except SplitPinRefused as exc:
+                self._split_by_slurm(f"scontrol refused CoreCnt=a,b ({exc.stderr[:120]})")
+                raise  # held still: the next cycle decides it on Slurm's split
         if pin is not None:
             update.append(f"Reservation={pin}")
         try:

@@ -20,6 +20,7 @@ from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.eligibility import slurm_blocked
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobRules, JobView
+from cpsched.slurm_bridge.slurm_array import array_tasks
 from cpsched.slurm_bridge.slurm_common import (
     is_ending,
     job_state,
@@ -173,7 +174,7 @@ def read_jobs(
     cores: WholeCores = NO_WHOLE_CORES,
     origin: JsonOrigin = SQUEUE,
 ) -> JobsRead:
-    """Jobs of ``doc`` in the wanted partitions; pending array meta-records skipped.
+    """Jobs of ``doc`` in the wanted partitions, a held array's pending tasks one by one.
 
     A document in a format not read, or without ``jobs``, is an error for the read
     (StateParseError naming ``origin``'s command and Slurm's version); a job that cannot
@@ -181,28 +182,35 @@ def read_jobs(
     """
     newer = data_format(doc, origin) in NEWER_FORMATS
     jobs: list[JobView] = []
+    arrays: list[tuple[JobView, str, str]] = []  # pending tasks' record, array id, tasks
     unreadable: list[tuple[str, str]] = []
     for raw in records(doc, "jobs", origin):
         try:
             partition = str(raw.get("partition") or "")
             if partitions and not set(partition.split(",")) & set(partitions):
                 continue
-            # A pending array not yet split into elements ("123_[1-10]") cannot be pinned.
-            if raw.get("array_task_string") and number(raw.get("array_task_id")) is None:
-                continue
-            jobs.append(
-                parse_job(
-                    raw,
-                    tag=tag,
-                    partition_max=partition_max,
-                    unlimited_s=unlimited_s,
-                    cores=cores,
-                    newer=newer,
-                )
+            job = parse_job(
+                raw,
+                tag=tag,
+                partition_max=partition_max,
+                unlimited_s=unlimited_s,
+                cores=cores,
+                newer=newer,
             )
+            # An array's tasks not split off yet ("123_[1-10]"): offered one by one below
+            tasks = str(raw.get("array_task_string") or "")
+            if tasks and number(raw.get("array_task_id")) is None:
+                arrays.append((job, str(number(raw.get("array_job_id")) or job.id), tasks))
+                continue
+            jobs.append(job)
         except (StateParseError, KeyError, TypeError, ValueError, AttributeError) as exc:
             why = str(exc) if isinstance(exc, StateParseError) else f"{type(exc).__name__}: {exc}"
             unreadable.append((_raw_id(raw), str(origin.error(doc, why))))
+    for record, array_id, tasks in arrays:
+        try:
+            jobs.extend(array_tasks(record, array_id, tasks, jobs))
+        except ValueError as exc:
+            unreadable.append((record.id, str(origin.error(doc, str(exc)))))
     return JobsRead(jobs, tuple(unreadable))
 
 

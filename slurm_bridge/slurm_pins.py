@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.errors import CommandError
+from cpsched.slurm_bridge.errors import CommandError, SplitPinRefused
 from cpsched.slurm_bridge.model import ClusterState, JobView, NodeView, ReservationView
 from cpsched.slurm_bridge.runner import Runner
 
@@ -41,6 +41,10 @@ PIN_MARGIN_MIN = 2
 pin, and the bridge takes the pin off long before (and before extending the job); the
 margin covers a released job starting up to ``pin_grace_s`` late. Not longer: a pin
 overlapping a site reservation planned on its nodes cannot be made."""
+
+
+CORE_LISTS_GONE = "comma separated array for CoreCnt is no longer valid"
+"""What Slurm 24.11's scontrol says of ``CoreCnt=2,3`` (a per-node list)."""
 
 
 def pin_name(job_id: str) -> str:
@@ -113,7 +117,10 @@ class SplitPins:
         try:
             self.runner.run(argv)
         except CommandError as exc:
-            if "Duplicate" not in f"{exc.reason} {exc.stderr}":
+            said = f"{exc.reason} {exc.stderr}"
+            if CORE_LISTS_GONE in said:
+                raise SplitPinRefused(exc.argv, exc.reason, exc.stderr) from None
+            if "Duplicate" not in said:
                 raise
             self.runner.run([self.scontrol, "delete", "reservation", pin_name(job_id)])
             self.runner.run(argv)

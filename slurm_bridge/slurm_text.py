@@ -16,6 +16,7 @@ from cpsched.slurm_bridge import hostlist
 from cpsched.slurm_bridge.eligibility import slurm_blocked
 from cpsched.slurm_bridge.errors import StateParseError
 from cpsched.slurm_bridge.model import JobRules, JobView, NodeView
+from cpsched.slurm_bridge.slurm_array import array_tasks
 from cpsched.slurm_bridge.slurm_common import (
     is_ending,
     job_state,
@@ -362,13 +363,15 @@ def parse_jobs(
     """``squeue_argv``'s records (run with ``SLURM_TIME_FORMAT=%s``) → jobs; ``cores``
     says where Slurm allocates whole cores."""
     jobs: list[JobView] = []
+    arrays: list[tuple[JobView, str, str]] = []  # pending tasks' record, array id, tasks
     for row, name in _squeue_rows(text, separator):
         if partitions and not set(row["Partition"].split(",")) & set(partitions):
             continue
         task = row["ArrayTaskID"]
-        if task not in {"N/A", ""} and not task.isdigit():
-            continue  # pending array meta-record
+        tasks = task if task not in {"N/A", ""} and not task.isdigit() else ""
         job_id = f"{row['ArrayJobID']}_{task}" if task.isdigit() else row["JobID"]
+        if tasks:  # an array's tasks not split off yet: offered one by one below
+            job_id = row["ArrayJobID"]
         extra = extras.get(job_id, JobExtras())
         hold = read_tag(extra.admin_comment, tag)
         state = job_state(row["State"])
@@ -399,39 +402,46 @@ def parse_jobs(
         cpus_each = max(1, (_num(row["NumCPUs"]) or 1) // max(len(nodes), 1))
         priority = _num(row["PriorityLong"]) or 0
         tagged = hold.tagged
-        jobs.append(
-            JobView(
-                id=job_id,
-                user=row["UserName"],
-                group=row["GroupName"],
-                name=name,
-                partition=row["Partition"],
-                state=state,
-                submit=_epoch(row["SubmitTime"]) or 0,
-                time_limit_s=max(limit_min * 60 if limit_min else unlimited_s, 60),
-                shape=shape,
-                held_for_us=state == "pending" and tagged and priority == 0,
-                tagged=tagged,
-                priority=priority,
-                reason=row["Reason"],
-                ending=is_ending(row["State"]),
-                start=start_time(state, _epoch(row["StartTime"]), nodes),
-                end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
-                allocation=units_on_nodes(
-                    shape,
-                    held_per_node(extra.cpus_by_node, nodes, _num(row["NumCPUs"]))
-                    or dict.fromkeys(nodes, cpus_each),
-                )
-                if state == "running"
-                else {},
-                required_nodes=tuple(hostlist.expand(row["ReqNodes"])),
-                rules=replace(
-                    extra.rules,
-                    max_nodes=hold.node_limit(extra.rules.max_nodes),
-                    blocked=slurm_blocked(row["Reason"]),
-                ),
+        job = JobView(
+            id=job_id,
+            user=row["UserName"],
+            group=row["GroupName"],
+            name=name,
+            partition=row["Partition"],
+            state=state,
+            submit=_epoch(row["SubmitTime"]) or 0,
+            time_limit_s=max(limit_min * 60 if limit_min else unlimited_s, 60),
+            shape=shape,
+            held_for_us=state == "pending" and tagged and priority == 0,
+            tagged=tagged,
+            priority=priority,
+            reason=row["Reason"],
+            ending=is_ending(row["State"]),
+            start=start_time(state, _epoch(row["StartTime"]), nodes),
+            end=_epoch(row["EndTime"]) if state not in {"pending", "running"} else None,
+            allocation=units_on_nodes(
+                shape,
+                held_per_node(extra.cpus_by_node, nodes, _num(row["NumCPUs"]))
+                or dict.fromkeys(nodes, cpus_each),
             )
+            if state == "running"
+            else {},
+            required_nodes=tuple(hostlist.expand(row["ReqNodes"])),
+            rules=replace(
+                extra.rules,
+                max_nodes=hold.node_limit(extra.rules.max_nodes),
+                blocked=slurm_blocked(row["Reason"]),
+            ),
         )
+        if tasks:
+            arrays.append((job, row["ArrayJobID"], tasks))
+        else:
+            jobs.append(job)
+    for record, array_id, tasks in arrays:
+        try:
+            jobs.extend(array_tasks(record, array_id, tasks, jobs))
+        except ValueError as exc:
+            raise StateParseError(f"squeue: job {array_id}: {exc}") from None
     return jobs
 
 

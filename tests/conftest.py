@@ -57,7 +57,14 @@ def postgres_server() -> Iterator[PostgresServer]:
 def mariadb_server() -> Iterator[MariadbServer]:
     """A MariaDB of the tests' own, one per session (per xdist worker): ``root`` with no
     password over TCP at ``host`` (127.0.0.1) and ``port`` (free, chosen at start);
-    ``env`` gives them as MARIADB_HOST and MARIADB_PORT for the Slurm test bed."""
+    ``env`` gives them as MARIADB_HOST and MARIADB_PORT for the Slurm test bed.
+    CPSCHED_TEST_MARIADB (``host:port``, root with no password) uses that server instead:
+    ``python -m tests.dbservers mariadb -- ...`` starts one for a command and sets it."""
+    given = os.environ.get("CPSCHED_TEST_MARIADB")
+    if given:
+        host, _, port = given.rpartition(":")
+        yield MariadbServer(host, int(port), socket=Path(), data_dir=Path())
+        return
     yield from _serving("MariaDB", dbservers.mariadb)
 
 

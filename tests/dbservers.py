@@ -21,6 +21,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -407,7 +408,18 @@ def _tail(log: Path, lines: int = 15) -> str:
     return f"; the last lines of {log.name}:\n" + "\n".join(text) if text else f"; {log} is empty"
 
 
-if __name__ == "__main__":  # pragma: no cover: a manual check
-    with postgres() as pg, mariadb() as my:
-        print(f"PostgreSQL {pg.admin_url} (data {pg.data_dir})")  # noqa: T201
-        print(f"MariaDB root@{my.host}:{my.port} (data {my.data_dir})")  # noqa: T201
+def run_beside_mariadb(command: list[str]) -> int:
+    """Run ``command`` with a MariaDB of its own, told by CPSCHED_TEST_MARIADB
+    (``host:port``), which the ``mariadb_server`` fixture then uses: the tests in the
+    Debian 13 root store in the machine's MariaDB 10.11 (Debian 13's slurmdbd 24.11.5 dies
+    at start against Debian 13's MariaDB 11.8: docs/bridge.md)."""
+    with mariadb() as server:
+        env = {**os.environ, "CPSCHED_TEST_MARIADB": f"{server.host}:{server.port}"}
+        return subprocess.run(command, env=env, check=False).returncode
+
+
+if __name__ == "__main__":
+    # python -m tests.dbservers mariadb -- COMMAND...: COMMAND beside a MariaDB of its own
+    if sys.argv[1:3] == ["mariadb", "--"] and len(sys.argv) > 3:
+        sys.exit(run_beside_mariadb(sys.argv[3:]))
+    sys.exit("usage: python -m tests.dbservers mariadb -- COMMAND [ARGS...]")

@@ -1,4 +1,7 @@
-"""Fixtures of the bridge tests: a real Slurm 22.05 test bed and a real cpsched service.
+"""Fixtures of the bridge tests: a real Slurm test bed and a real cpsched service.
+
+The test bed runs the Slurm found on the machine: Debian 12's 22.05, or, inside the Debian
+13 root of ``testbed/debian13-run.sh`` (``./dev test-slurm-24.11``), Debian 13's 24.11.
 
 The test bed is started once per session by ``testbed/start.sh`` (which installs the
 Debian packages when missing) and stopped by ``testbed/stop.sh`` using its pid files.
@@ -28,6 +31,15 @@ TESTBED = HERE / "testbed"
 KIT = REPO / "slurm_bridge" / "kit"
 FIXTURES = HERE / "fixtures"
 TOKEN = "bridge-test-token-0123"
+
+
+def pytest_report_header() -> str:
+    """Which Slurm the ``slurm`` tests meet (the machine's, or the Debian 13 root's)."""
+    found = shutil.which("slurmctld")
+    if found is None:
+        return "slurm test bed: Slurm not installed yet (start.sh installs Debian's)"
+    version = subprocess.run([found, "-V"], capture_output=True, text=True, check=False)
+    return f"slurm test bed: {version.stdout.strip() or version.stderr.strip()}"
 
 
 def _unavailable(reason: str) -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.errors import CommandError
+from cpsched.slurm_bridge.errors import CommandError, SplitPinRefused
 from cpsched.slurm_bridge.model import ClusterState, JobRules, JobView, ReservationView
 from cpsched.slurm_bridge.slurm_backend import SlurmBackend
 from cpsched.slurm_bridge.slurm_pins import (
@@ -77,6 +77,14 @@ def test_other_creation_failures_are_raised() -> None:
         SplitPins(runner, "scontrol").pin("7", EXACT)
 
 
+def test_per_node_core_counts_refused_by_a_newer_slurm_are_told_apart() -> None:
+    """What Slurm 24.11's scontrol printed on the test bed for ``CoreCnt=2,3``."""
+    said = "scontrol: error: Using a comma separated array for CoreCnt is no longer valid."
+    runner = Scontrol({"create": said})
+    with pytest.raises(SplitPinRefused):
+        SplitPins(runner, "scontrol").pin("7", EXACT)
+
+
 def state_of(*jobs: JobView) -> ClusterState:
     """As the backend reads it: pins apart."""
     return ClusterState(time=1000, nodes={"a": node("a")}, jobs=[pin_apart(j) for j in jobs])
@@ -139,6 +147,42 @@ def test_pinned_by_node_list_only_no_reservation_is_made() -> None:
     backend = SlurmBackend(runner=runner, splits_tasks=True)
     backend.start("7", {"node1": 3, "node2": 2}, exact=EXACT)
     assert [argv[1] for argv in runner.argvs] == ["update", "release"]
+
+
+class Scontrol2411(Scontrol):
+    """As Slurm 24.11.5's scontrol answers (``--version``, per-node core counts)."""
+
+    def run(self, argv: list[str], *, env: dict | None = None) -> str:
+        if argv[1:] == ["--version"]:
+            self.argvs.append(list(argv))
+            return "slurm-wlm 24.11.5\n"
+        return super().run(argv, env=env)
+
+
+def test_on_slurm_24_11_task_jobs_start_on_slurms_own_split_from_the_first_read() -> None:
+    backend = SlurmBackend(runner=Scontrol2411(), splits_tasks=False)
+    assert backend.pins_splits  # as configured, until the version is known
+    assert str(backend.slurm_version) == "24.11.5"
+    assert backend.splits_tasks and not backend.pins_splits
+
+
+def test_a_refused_pin_switches_to_slurms_own_split_and_keeps_the_job_held() -> None:
+    said = "scontrol: error: Using a comma separated array for CoreCnt is no longer valid."
+    runner = Scontrol({"create": said})
+    backend = SlurmBackend(runner=runner, splits_tasks=False)
+    with pytest.raises(SplitPinRefused):
+        backend.start("7", {"node1": 3, "node2": 2}, exact=EXACT)
+    assert [argv[1] for argv in runner.argvs] == ["create"]  # neither pinned nor released
+    assert backend.splits_tasks and not backend.pins_splits
+
+
+def test_a_two_node_job_on_24_11_gets_its_node_count_with_its_cpus_per_node() -> None:
+    runner = Scontrol2411()
+    SlurmBackend(runner=runner, splits_tasks=True).start(
+        "9", {"node1": 1, "node2": 1}, cpus_per_node=5
+    )
+    update = next(argv for argv in runner.argvs if argv[1] == "update")
+    assert "MinCPUsNode=5" in update and "NumNodes=2" in update
 
 
 def test_a_job_that_ended_before_its_pin_came_off_loses_the_pin_anyway() -> None:

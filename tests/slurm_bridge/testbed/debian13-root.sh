@@ -4,7 +4,7 @@
 # /var/cache/cpsched), in a folder named by this script's own hash: a later run, or CI on the
 # same machine, reuses it; changing this script builds a new one. Run as root.
 # What is inside: debootstrap's minbase, then Debian 13's Slurm (slurmctld slurmd
-# slurm-client slurmdbd slurmrestd munge), MariaDB (slurmdbd's store, started by the tests),
+# slurm-client slurmdbd slurmrestd munge), the MariaDB client (start.sh drops the test bed database with it),
 # and Python 3.13 with venv: the bridge and its tests run inside the root as a site on
 # Debian 13 would run them. Daemons are kept from starting while the packages install.
 set -euo pipefail
@@ -12,7 +12,7 @@ CACHE=${CPSCHED_CACHE:-/var/cache/cpsched}
 HERE=$(cd "$(dirname "$0")" && pwd)
 KEY=$(sha256sum "$HERE/debian13-root.sh" | cut -c1-12)
 ROOT=$CACHE/debian13-slurm-$KEY
-PACKAGES="slurmctld slurmd slurm-client slurmdbd slurmrestd munge mariadb-client mariadb-server procps
+PACKAGES="slurmctld slurmd slurm-client slurmdbd slurmrestd munge mariadb-client procps
   python3 python3-venv python3-dev ca-certificates gcc"
 
 die() { echo "debian13-root.sh: $*" >&2; exit 1; }

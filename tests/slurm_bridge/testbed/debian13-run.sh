@@ -21,9 +21,17 @@ ROOT=$(bash "$HERE/debian13-root.sh") || die "no Debian 13 root (see above)"
 KEY=$(cat "$REPO/pyproject.toml" "$ROOT/.slurm-version" | sha256sum | cut -c1-12)
 VENV=/opt/cpsched-venv-$KEY
 
+# slurmdbd stores in a MariaDB the tests start on the machine (Debian 12's 10.11), not in
+# the root's: Debian 13's slurmdbd 24.11.5 dies at start against its MariaDB 11.8
+# ("select @var := concat('')": client error 5027). The root shares the machine's network.
+[ -x "$REPO/.venv/bin/python" ] || die "no .venv: run ./dev setup first"
+BESIDE=("$REPO/.venv/bin/python" -m tests.dbservers mariadb --)
+
 # Inside a private mount namespace: the machine's own mounts are untouched and everything
 # below goes when the last process started here ends.
-exec unshare --mount --propagation private -- bash -s "$ROOT" "$REPO" "$SHARED" "$VENV" "$@" <<'INNER'
+cd "$REPO"
+exec "${BESIDE[@]}" unshare --mount --propagation private -- \
+  bash -s "$ROOT" "$REPO" "$SHARED" "$VENV" "$@" <<'INNER'
 set -euo pipefail
 ROOT=$1 REPO=$2 SHARED=$3 VENV=$4
 shift 4

@@ -19,6 +19,10 @@
 #     AdminLevel=Operator (the least privilege docs/bridge.md names)
 #   WITH_RESTD=1 (default): also slurmrestd on $TB/run/rest.sock
 #   PRIORITY=multifactor (default; every factor weighted) or basic (Slurm's FIFO)
+#   SCHED_SCALE=1: Slurm's own scheduling at the pace of a workload whose times are
+#     compressed (backfill every second at one-second resolution, the main scheduler
+#     without its minimum interval) instead of its defaults (bf_interval 30 s,
+#     bf_resolution 60 s): the live benchmark's fair baseline
 #   WITH_DBD=1 (default): also slurmdbd on DBD_PORT, storing in the MariaDB at
 #     MARIADB_HOST:MARIADB_PORT (default 127.0.0.1:3306; root, no password; database
 #     slurm_tb_$CTLD_PORT), with limits
@@ -36,6 +40,7 @@ DBD_PORT=${DBD_PORT:-$((CTLD_PORT + 1))}
 KIT_DIR=${KIT_DIR-}
 BRIDGE_USER=${BRIDGE_USER-}
 THREADS=${THREADS:-1}
+SCHED_SCALE=${SCHED_SCALE:-0}
 MARIADB_HOST=${MARIADB_HOST:-127.0.0.1}
 MARIADB_PORT=${MARIADB_PORT:-3306}
 HOST=$(hostname -s)
@@ -65,12 +70,21 @@ wait_for() {  # wait_for <seconds> <description> <command...>
 
 [ "$(id -u)" = 0 ] || die "must run as root (slurmd needs it); run the tests as root"
 
-# ---- packages (Debian's Slurm 22.05), installed only when missing ------------------
-if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
-   || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null \
-   || { [ "$WITH_DBD" = 1 ] && ! command -v slurmdbd >/dev/null; } \
-   || { [ "$WITH_DBD" = 1 ] && ! command -v mariadb >/dev/null; }; then
+# ---- packages (Debian's Slurm), installed only when missing --------------------------
+slurm_missing() {
+  ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
+    || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null \
+    || { [ "$WITH_DBD" = 1 ] && ! command -v slurmdbd >/dev/null; } \
+    || { [ "$WITH_DBD" = 1 ] && ! command -v mariadb >/dev/null; }
+}
+if slurm_missing; then
   command -v apt-get >/dev/null || die "Slurm is not installed and apt-get is unavailable"
+  # Two test beds starting at once (pytest-xdist's workers) install one at a time: the
+  # second finds the packages there once the first is done.
+  exec 9>/tmp/cpsched-testbed-install.lock
+  flock -w 900 9 || die "timed out waiting for another test bed's package install"
+fi
+if slurm_missing; then
   # keep the packages' maintainer scripts from starting system daemons
   # (a policy-rc.d already there, e.g. a container's own, is left as it is)
   CREATED_POLICY=""
@@ -80,12 +94,15 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq || die "apt-get update failed"
-  apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge \
-    slurmrestd slurmdbd mariadb-client >/dev/null || die "apt-get install of Slurm failed"
+  echo "installing Debian's Slurm packages (once)..." >&2
+  apt-get -o DPkg::Lock::Timeout=600 update -qq || die "apt-get update failed"
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends slurmctld slurmd \
+    slurm-client munge slurmrestd slurmdbd mariadb-client >/dev/null \
+    || die "apt-get install of Slurm failed"
   trap - EXIT
   if [ -n "$CREATED_POLICY" ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
+exec 9>&-
 
 # What differs between the versions: 22.05 serves openapi/v0.0.38 from slurmrestd; 24.11
 # has data_parser plugins (v0.0.40-42) behind openapi/slurmctld. Debian 13's MariaDB client
@@ -172,6 +189,10 @@ StorageLoc=slurm_tb_$CTLD_PORT
 DBD
   chmod 600 "$TB/etc/slurmdbd.conf"
 fi
+SCHED_PARAMETERS=batch_sched_delay=0
+if [ "$SCHED_SCALE" = 1 ]; then
+  SCHED_PARAMETERS+=",bf_interval=1,bf_resolution=1,sched_min_interval=0,sched_interval=1"
+fi
 JOBSUBMIT=""; EPILOG=""
 if [ -n "$KIT_DIR" ]; then
   BRIDGE_UIDS="[0] = true"
@@ -223,7 +244,7 @@ JobCompLoc=$TB/log/jobcomp.txt
 $JOBSUBMIT
 $EPILOG
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0
+SchedulerParameters=$SCHED_PARAMETERS
 $PRIORITY_LINES
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
