@@ -243,6 +243,7 @@ class SlurmBackend:
             partition_max=limits,
             unlimited_s=self.unlimited_s,
             cores=self._whole_cores(nodes),
+            estimated_limits=self.slurm_version.at_least(23, 11),
         )
         return self._state(now, nodes, jobs, partitions, notes)
 
@@ -355,10 +356,11 @@ class SlurmBackend:
             # TasksPerNode= would not do it: Slurm 22.05 records it and still fills the
             # first node (-N 2 -n 10 ran 7 + 3 on the test bed); MinCPUsNode= splits evenly.
             update.append(f"MinCPUsNode={cpus_per_node}")
-            if self.slurm_version.at_least(*CORE_LISTS_REFUSED):
-                # 24.11 rewrites a job given MinCPUsNode= alone to fewer CPUs in all
-                # (NumCPUs=5 for -n 9) unless its node count comes in the same update
-                update.append(f"NumNodes={len(allocation)}")
+        if len(allocation) > 1 and self.slurm_version.at_least(*CORE_LISTS_REFUSED):
+            # 24.11 holds a held job to the node count it shows for it unless told: a -n 2
+            # job pinned to two nodes ran on one of them, and one given MinCPUsNode= alone
+            # was rewritten to fewer CPUs in all (NumCPUs=5 for -n 9)
+            update.append(f"NumNodes={len(allocation)}")
         if partition is not None:
             update.append(f"Partition={partition}")
         pin = None

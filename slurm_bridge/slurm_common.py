@@ -214,3 +214,21 @@ def split_records(text: str, separator: str, width: int, what: str) -> list[list
         records.append([first, *middle, name])
         first = next_first
     return records
+
+
+def shown_node_limit(
+    limit: int, least: int, *, packed_as_asked: bool, asked_nodes: int, estimated: bool
+) -> int:
+    """A pending job's maximum node count as Slurm shows it (0: none), where the kit's
+    record of the user's own is missing (an older kit; ``slurm_tag``).
+
+    Since Slurm 23.11 (``estimated``: the version shows it), a pending job asking only
+    tasks (no ``--ntasks-per-node``, ``--ntasks-per-core``, nor more than one CPU per task:
+    ``packed_as_asked`` false) shows its estimated node count ``least`` as its maximum too
+    (``NumNodes=1-1`` for ``-n 3``), which is no limit: released, it spreads. The user's
+    own ``-N k`` (k > 1) is kept: k is also the node count it asked (``asked_nodes``, the
+    ``node=`` of its requested TRES, 1 without ``-N``). An explicit ``-N 1`` cannot be told
+    from no ``-N`` there: read as none. Both readers, JSON and text, use this rule."""
+    if not estimated or limit != least:
+        return limit
+    return limit if packed_as_asked or (asked_nodes == limit and asked_nodes > 1) else 0

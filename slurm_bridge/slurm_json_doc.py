@@ -95,8 +95,16 @@ def json_argvs(version: SlurmVersion, cmd: Callable[[str], str]) -> tuple[list[s
     """The commands the JSON source runs on ``version``: (nodes, jobs). 22.05: ``sinfo
     --json`` (it lists each node) and ``squeue --json``; from 23.11 on: ``scontrol --json
     show nodes`` (``sinfo --json`` gives node groups there) and ``squeue --json``, both in
-    the newest data_parser format read (``SlurmVersion.json_format``)."""
+    the newest data_parser format read (``SlurmVersion.json_format``). 22.05 lists every
+    job it knows whatever the options; 24.11 applies squeue's state filter to JSON too,
+    whose default leaves out ended jobs (the dependencies and ends the bridge reads):
+    ``--states=all``."""
     if not version.has_data_parser:
         return [cmd("sinfo"), "--json"], [cmd("squeue"), "-a", "--json"]
     asked = f"--json={version.json_format}"
-    return [cmd("scontrol"), asked, "show", "nodes"], [cmd("squeue"), "-a", asked]
+    return [cmd("scontrol"), asked, "show", "nodes"], [
+        cmd("squeue"),
+        "-a",
+        "--states=all",
+        asked,
+    ]

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cpsched.slurm_bridge.slurm_common import memory_mib, set_count
+from cpsched.slurm_bridge.slurm_common import memory_mib, set_count, shown_node_limit
 from cpsched.slurm_bridge.slurm_json_doc import Doc, number
 
 
@@ -17,26 +17,19 @@ def _tres_count(text: Any, name: str) -> int | None:
 
 
 def max_nodes(raw: Doc, newer: bool, pending: bool) -> int:
-    """The job's node count limit as Slurm shows it (0: none), where the kit's record
-    of it is missing (``slurm_tag``: jobs held by an older kit).
-
-    Since Slurm 23.11, a pending job asking only tasks (no ``--ntasks-per-node``,
-    ``--ntasks-per-core``, nor more than one CPU per task) shows its estimated node count
-    as its maximum too (``max_nodes`` = ``node_count``: ``NumNodes=1-1`` for ``-n 3``),
-    which is no limit: released, it spreads. The user's own ``-N k`` (k > 1) is kept: its
-    k is also the ``node=`` of ``tres_req_str`` (the least node count asked, 1 without
-    ``-N``). An explicit ``-N 1`` cannot be told from no ``-N`` there: read as none.
-    """
-    limit = number(raw.get("max_nodes")) or 0
-    if not (newer and pending) or limit != (number(raw.get("node_count")) or 0):
-        return limit
-    packed_as_asked = (
-        set_count(number(raw.get("tasks_per_node")))
-        or set_count(number(raw.get("tasks_per_core")))
-        or (number(raw.get("cpus_per_task")) or 1) > 1
+    """The job's node count limit as Slurm shows it (0: none), where the kit's record of
+    it is missing: ``slurm_common.shown_node_limit``'s rule."""
+    return shown_node_limit(
+        number(raw.get("max_nodes")) or 0,
+        number(raw.get("node_count")) or 0,
+        packed_as_asked=bool(
+            set_count(number(raw.get("tasks_per_node")))
+            or set_count(number(raw.get("tasks_per_core")))
+            or (number(raw.get("cpus_per_task")) or 1) > 1
+        ),
+        asked_nodes=_tres_count(raw.get("tres_req_str"), "node") or 1,
+        estimated=newer and pending,
     )
-    asked = _tres_count(raw.get("tres_req_str"), "node") or 1
-    return limit if packed_as_asked or (asked == limit and asked > 1) else 0
 
 
 def mem_from_tres(raw: Doc) -> int | None:

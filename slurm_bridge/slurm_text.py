@@ -23,6 +23,7 @@ from cpsched.slurm_bridge.slurm_common import (
     memory_mib,
     node_state,
     set_count,
+    shown_node_limit,
     split_records,
     start_time,
     time_limit_minutes,
@@ -117,6 +118,7 @@ class JobExtras:
     """CPUs a running job holds on each node (``-d``'s ``Nodes=… CPU_IDs=…``)."""
     tasks_per_core: int | None = None  # --ntasks-per-core
     threads_per_core: int | None = None  # --threads-per-core, --hint=nomultithread
+    asked_nodes: int = 1  # ReqTRES's node=: the least node count asked (-N)
     doubtful: bool = False
     """The job's line came more than once (another job's free text copied it): nothing
     in it is believed, so the job is not taken for one held for cpsched."""
@@ -209,7 +211,14 @@ def _extras(fields: str, texts: FreeText | None) -> JobExtras:
         cpus_by_node=_cpus_by_node(own),
         tasks_per_core=_per_core(own),
         threads_per_core=_per_thread(own),
+        asked_nodes=_tres_nodes(own),
     )
+
+
+def _tres_nodes(line: str) -> int:
+    """The node count of a job's requested TRES (``ReqTRES=cpu=3,...,node=2``); 1 if none."""
+    match = re.search(r"(?:^|,)node=(\d+)", _value(line, "ReqTRES"))
+    return int(match.group(1)) if match else 1
 
 
 def _at(text: str, key: str) -> int:
@@ -359,9 +368,11 @@ def parse_jobs(
     partition_max: Mapping[str, int | None],
     unlimited_s: int,
     cores: WholeCores = NO_WHOLE_CORES,
+    estimated_limits: bool = False,
 ) -> list[JobView]:
     """``squeue_argv``'s records (run with ``SLURM_TIME_FORMAT=%s``) → jobs; ``cores``
-    says where Slurm allocates whole cores."""
+    says where Slurm allocates whole cores; ``estimated_limits``: Slurm shows a pending
+    job's estimated node count as its maximum (23.11 on: ``shown_node_limit``)."""
     jobs: list[JobView] = []
     arrays: list[tuple[JobView, str, str]] = []  # pending tasks' record, array id, tasks
     for row, name in _squeue_rows(text, separator):
@@ -375,15 +386,26 @@ def parse_jobs(
         extra = extras.get(job_id, JobExtras())
         hold = read_tag(extra.admin_comment, tag)
         state = job_state(row["State"])
+        cpus_per_task = _num(row["cpus-per-task"])
+        limit = hold.node_limit(
+            shown_node_limit(
+                extra.rules.max_nodes or 0,
+                extra.rules.min_nodes or 1,
+                packed_as_asked=bool(
+                    extra.rules.tasks_per_node or extra.tasks_per_core or (cpus_per_task or 1) > 1
+                ),
+                asked_nodes=extra.asked_nodes,
+                estimated=estimated_limits and state == "pending",
+            )
+            or None
+        )
         request = SlurmRequest(
             cpus=_num(row["NumCPUs"]) or 1,
             tasks=_num(row["NumTasks"]) or 1,
             node_count=_num(row["NumNodes"]) or 1,
             # squeue -O MaxNodes prints the node count when no maximum was asked for
-            max_nodes=hold.node_limit(extra.rules.max_nodes) or 0
-            if job_id in extras
-            else _num(row["MaxNodes"]) or 0,
-            cpus_per_task=_num(row["cpus-per-task"]),
+            max_nodes=limit or 0 if job_id in extras else _num(row["MaxNodes"]) or 0,
+            cpus_per_task=cpus_per_task,
             mem_per_cpu=extra.mem_per_cpu,
             mem_per_node=extra.mem_per_node,
             gres_per_node=parse_gres(row["tres-per-node"]),
@@ -429,7 +451,7 @@ def parse_jobs(
             required_nodes=tuple(hostlist.expand(row["ReqNodes"])),
             rules=replace(
                 extra.rules,
-                max_nodes=hold.node_limit(extra.rules.max_nodes),
+                max_nodes=limit,
                 blocked=slurm_blocked(row["Reason"]),
             ),
         )

@@ -84,6 +84,19 @@ class Testbed:
     wake: Path = Path("/nonexistent")
     nodes: list[str] = field(default_factory=lambda: ["node1", "node2", "gpu1", "gpu2"])
 
+    @property
+    def slurm_version(self) -> tuple[int, int]:
+        """(major, minor) of the test bed's Slurm (``scontrol --version``)."""
+        words = self.run("scontrol", "--version").split()
+        major, minor = words[-1].split(".")[:2]
+        return int(major), int(minor)
+
+    @property
+    def pins_splits(self) -> bool:
+        """Whether a decided split can be pinned by a core reservation (22.05); 24.11
+        takes no per-node core counts: task jobs start on Slurm's own split there."""
+        return self.slurm_version < (24, 11)
+
     def run(self, *argv: str, check: bool = True) -> str:
         done = subprocess.run(
             list(argv), capture_output=True, text=True, env=self.env, check=False, timeout=60

@@ -34,6 +34,11 @@ SUMMARY: list[str] = []
 FACTS: dict[str, object] = {}
 
 
+def number(value: object) -> object:
+    """A number of ``squeue --json``: bare (22.05) or ``{"set", "infinite", "number"}``."""
+    return value["number"] if isinstance(value, dict) else value
+
+
 def note(line: str) -> None:
     SUMMARY.append(line)
 
@@ -167,15 +172,15 @@ def test_03_finished_jobs_reach_the_service_once_with_real_run_times(
         assert bed.job(job_id)["state"] == "COMPLETED"
     posted += bridge.cycle().finished_posted
     slurm_times = json.loads(bed.run("squeue", "--json", "-t", "all"))["jobs"]
-    by_id = {str(j["job_id"]): j for j in slurm_times}
+    by_id = {str(number(j["job_id"])): j for j in slurm_times}
     with httpx.Client(
         base_url=cpsched_service.url, headers={"Authorization": f"Bearer {TOKEN}"}
     ) as http:
         for job_id in jobs.values():
             info = http.get(f"/v1/clusters/testbed/jobs/{job_id}").json()
             assert info["state"] == "finished", info
-            assert info["start"] == by_id[job_id]["start_time"]
-            assert info["end"] == by_id[job_id]["end_time"]
+            assert info["start"] == number(by_id[job_id]["start_time"])
+            assert info["end"] == number(by_id[job_id]["end_time"])
             assert info["end"] - info["start"] >= 6  # the jobs slept 6 s
     again = bridge.cycle()
     assert again.finished_posted == 0 and again.finished_duplicates == 0

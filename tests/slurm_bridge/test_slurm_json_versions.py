@@ -70,7 +70,7 @@ def test_each_version_reads_the_newest_json_it_has_that_the_readers_read() -> No
     )
     assert json_argvs(V24, cmd) == (
         ["/bin/scontrol", "--json=v0.0.42", "show", "nodes"],
-        ["/bin/squeue", "-a", "--json=v0.0.42"],
+        ["/bin/squeue", "-a", "--states=all", "--json=v0.0.42"],
     )
     found = {(23, 11): "v0.0.40", (24, 5): "v0.0.41", (25, 5): "v0.0.42", (25, 11): "v0.0.42"}
     for (major, minor), parser in found.items():

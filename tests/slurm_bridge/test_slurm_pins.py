@@ -22,13 +22,18 @@ from tests.slurm_bridge.fakes import held, node
 
 
 class Scontrol:
-    """Records every argv; fails those whose words contain a key of ``fail``."""
+    """Records every argv but ``--version`` (answered as Slurm 22.05.8's scontrol does);
+    fails those whose words contain a key of ``fail``."""
+
+    version = "slurm-wlm 22.05.8\n"
 
     def __init__(self, fail: dict[str, str] | None = None) -> None:
         self.argvs: list[list[str]] = []
         self.fail = dict(fail or {})
 
     def run(self, argv: list[str], *, env: dict | None = None) -> str:
+        if argv[1:] == ["--version"]:
+            return self.version
         self.argvs.append(list(argv))
         for key, why in list(self.fail.items()):
             if key in " ".join(argv):
@@ -150,13 +155,9 @@ def test_pinned_by_node_list_only_no_reservation_is_made() -> None:
 
 
 class Scontrol2411(Scontrol):
-    """As Slurm 24.11.5's scontrol answers (``--version``, per-node core counts)."""
+    """As Slurm 24.11.5's scontrol answers ``--version``."""
 
-    def run(self, argv: list[str], *, env: dict | None = None) -> str:
-        if argv[1:] == ["--version"]:
-            self.argvs.append(list(argv))
-            return "slurm-wlm 24.11.5\n"
-        return super().run(argv, env=env)
+    version = "slurm-wlm 24.11.5\n"
 
 
 def test_on_slurm_24_11_task_jobs_start_on_slurms_own_split_from_the_first_read() -> None:
@@ -176,13 +177,19 @@ def test_a_refused_pin_switches_to_slurms_own_split_and_keeps_the_job_held() -> 
     assert backend.splits_tasks and not backend.pins_splits
 
 
-def test_a_two_node_job_on_24_11_gets_its_node_count_with_its_cpus_per_node() -> None:
+def test_a_job_on_several_nodes_on_24_11_gets_its_node_count() -> None:
     runner = Scontrol2411()
     SlurmBackend(runner=runner, splits_tasks=True).start(
         "9", {"node1": 1, "node2": 1}, cpus_per_node=5
     )
     update = next(argv for argv in runner.argvs if argv[1] == "update")
     assert "MinCPUsNode=5" in update and "NumNodes=2" in update
+    runner = Scontrol2411()
+    SlurmBackend(runner=runner, splits_tasks=True).start("10", {"node1": 1, "node2": 1})
+    assert "NumNodes=2" in runner.argvs[0]
+    runner = Scontrol()  # 22.05: held to no node count it shows; the update as before
+    SlurmBackend(runner=runner, splits_tasks=True).start("10", {"node1": 1, "node2": 1})
+    assert not any(a.startswith("NumNodes=") for a in runner.argvs[0])
 
 
 def test_a_job_that_ended_before_its_pin_came_off_loses_the_pin_anyway() -> None:

@@ -57,7 +57,9 @@ def test_24_11_json_source_reads_scontrol_nodes_and_squeue_once_told_the_version
             ("scontrol", "--json=v0.0.42", "show", "nodes"): fixture(
                 "slurm-24.11", "scontrol_show_nodes.json"
             ),
-            ("squeue", "-a", "--json=v0.0.42"): fixture("slurm-24.11", "squeue.json"),
+            ("squeue", "-a", "--states=all", "--json=v0.0.42"): fixture(
+                "slurm-24.11", "squeue.json"
+            ),
         },
     )
     backend = SlurmBackend(runner=script, bin_dir=Path("/opt/slurm/bin"))
@@ -86,13 +88,15 @@ def test_unreadable_jobs_reach_the_cluster_state() -> None:
             ("scontrol", "--json=v0.0.42", "show", "nodes"): fixture(
                 "slurm-24.11", "scontrol_show_nodes.json"
             ),
-            ("squeue", "-a", "--json=v0.0.42"): json.dumps(doc),
+            ("squeue", "-a", "--states=all", "--json=v0.0.42"): json.dumps(doc),
         },
     )
     state = SlurmBackend(runner=script).read_state()
     ((job, why),) = state.unreadable
     assert job == "14" and "14" not in {j.id for j in state.jobs}
-    assert why.startswith("squeue -a --json=v0.0.42 (Slurm 24.11.5): job 14: unknown job state")
+    assert why.startswith(
+        "squeue -a --states=all --json=v0.0.42 (Slurm 24.11.5): job 14: unknown job state"
+    )
 
 
 def test_22_05_json_source_reads_sinfo_and_squeue() -> None:
