@@ -69,6 +69,9 @@ there: it would wait on its pinned nodes until the bridge re-holds it)."""
 CORE_LISTS_REFUSED = (24, 11)
 """From this version on (seen on 24.11.5), ``scontrol create reservation`` refuses
 per-node core counts; an earlier release that refuses them is found at its first pin."""
+NODE_COUNT_TOLD = (24, 11)
+"""From this version on (seen on 24.11.5), a job started on several nodes is told their
+number (``NumNodes=``) with its node list."""
 
 REPROBE_S = 600
 """How often ``finished_source = "auto"`` tries slurmdbd again once it read elsewhere."""
@@ -356,7 +359,7 @@ class SlurmBackend:
             # TasksPerNode= would not do it: Slurm 22.05 records it and still fills the
             # first node (-N 2 -n 10 ran 7 + 3 on the test bed); MinCPUsNode= splits evenly.
             update.append(f"MinCPUsNode={cpus_per_node}")
-        if len(allocation) > 1 and self.slurm_version.at_least(*CORE_LISTS_REFUSED):
+        if len(allocation) > 1 and self.slurm_version.at_least(*NODE_COUNT_TOLD):
             # 24.11 holds a held job to the node count it shows for it unless told: a -n 2
             # job pinned to two nodes ran on one of them, and one given MinCPUsNode= alone
             # was rewritten to fewer CPUs in all (NumCPUs=5 for -n 9)

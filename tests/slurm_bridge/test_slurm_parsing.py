@@ -19,6 +19,7 @@ from cpsched.slurm_bridge.slurm_common import (
     parse_partitions,
     parse_reservations,
     partition_max_minutes,
+    shown_node_limit,
     split_records,
     time_limit_minutes,
 )
@@ -675,3 +676,18 @@ def test_free_text_is_known_only_for_jobs_submitted_before_scontrol_ran() -> Non
     )
     assert set(squeue_free_text(squeue, SEP)) == {"2", "3"}
     assert set(squeue_free_text(squeue, SEP, submitted_before=200)) == {"2"}
+
+
+def test_scontrol_lines_of_slurm_24_11() -> None:
+    """What the text source takes from 24.11's ``scontrol -o -d show job`` (recorded): the
+    tag, a held ``-n 6`` job's shown maximum (``NumNodes=1-1``, read as no limit there),
+    a ``-N 2`` job's asked node count, a running job's CPUs per node."""
+    text = (FIX.parent / "slurm-24.11" / "scontrol_show_job_o_d_epoch.txt").read_text()
+    extras = job_extras(text)
+    held = extras["16"]  # PENDING, -n 6, NumNodes=1-1, ReqTRES node=1
+    assert held.admin_comment == "extsched"
+    assert (held.rules.min_nodes, held.rules.max_nodes, held.asked_nodes) == (None, 1, 1)
+    assert shown_node_limit(1, 1, packed_as_asked=False, asked_nodes=1, estimated=True) == 0
+    assert extras["8"].asked_nodes == 2 and extras["8"].rules.min_nodes == 2  # -N 2 -n 4
+    assert extras["3"].cpus_by_node == {"node1": 3, "node2": 3}
+    assert extras["15"].cpus_by_node == {"gpu2": 2}
