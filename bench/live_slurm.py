@@ -220,7 +220,7 @@ def figures(rows: dict[str, tuple[int, int, int]]) -> dict[str, float]:
             reactions.append(start - last)
     reactions.sort()
     return {
-        "jobs": len(rows),
+        "jobs": len(rows),  # ended after a start: the others never started
         "mean_wait_s": statistics.fmean(waits),
         "mean_bsld": statistics.fmean(bsld),
         "max_wait_s": max(waits),
@@ -402,6 +402,7 @@ def run_once(
                 file=sys.stderr,
             )
         result["reheld"] = sum(e["event"] == "reheld" for e in audit)
+        result["left_out"] = len({e["job"] for e in audit if e["event"] == "left_out"})
         result["deferred"] = sum(e["event"] == "deferred" for e in audit)
         result["deferred_for_drift"] = sum(
             e["event"] == "deferred" and e["why"].startswith(DRIFT) for e in audit
