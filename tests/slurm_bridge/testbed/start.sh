@@ -61,7 +61,10 @@ wait_for() {  # wait_for <seconds> <description> <command...>
   while [ "$(date +%s)" -lt "$end" ]; do
     "$@" >/dev/null 2>&1 && return 0
     for f in "${WATCH[@]}"; do
-      alive "$f" || die "$(basename "$f" .pid) died while waiting for $what"
+      # a daemon writes its pid file once it runs (on a busy machine, seconds later)
+      if [ -f "$f" ] && ! alive "$f"; then
+        die "$(basename "$f" .pid) died while waiting for $what"
+      fi
     done
     sleep 0.25
   done
