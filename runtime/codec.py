@@ -371,10 +371,12 @@ def _nodes(
     wire: Sequence[NodeIn], used: Sequence[Sequence[int]], names: tuple[str, ...], notes: list[str]
 ) -> list[Node]:
     """The core's nodes, given what the running jobs ``used`` on each: a node that is not
-    up offers nothing new, an over-committed one is full (noted)."""
+    up offers nothing new, what work outside the snapshot holds is taken off its capacity,
+    an over-committed one is full (noted)."""
     nodes: list[Node] = []
     for node, row in zip(wire, used, strict=True):
-        capacity = tuple(node.resources.get(name, 0) for name in names)
+        held = node.held_outside
+        capacity = tuple(node.resources.get(name, 0) - held.get(name, 0) for name in names)
         if node.state != "up":
             capacity = tuple(row)
         elif any(u > c for u, c in zip(row, capacity, strict=True)):

@@ -155,14 +155,17 @@ def _held_by(running: list[RunningJobIn]) -> dict[str, dict[str, int]]:
     return held
 
 
-def _usable(node: NodeView, known: Mapping[str, int]) -> dict[str, int]:
-    """A node's capacity less what jobs the snapshot does not carry hold there (jobs of
-    partitions left to Slurm): the service must not count on it. ``known`` is what the
-    snapshot's running jobs hold there."""
-    return {
-        resource: capacity - max(0, node.used.get(resource, 0) - known.get(resource, 0))
-        for resource, capacity in node.capacity.items()
-    }
+def _held_outside(node: NodeView, known: Mapping[str, int]) -> dict[str, int]:
+    """What jobs the snapshot does not carry hold on a node (jobs of partitions left to
+    Slurm, jobs still completing): the service must not count on it now, but it is still
+    the node's own when the service judges whether a job could ever start. ``known`` is
+    what the snapshot's running jobs hold there."""
+    held: dict[str, int] = {}
+    for resource, capacity in node.capacity.items():
+        outside = node.used.get(resource, 0) - known.get(resource, 0)
+        if outside > 0:
+            held[resource] = min(outside, capacity)
+    return held
 
 
 def queued_jobs(state: ClusterState, *, shadow: bool) -> list[JobView]:
@@ -234,7 +237,8 @@ def dispatch_request(
     nodes = [
         NodeIn(
             name=n.name,
-            resources=_usable(n, held.get(n.name, {})),
+            resources=dict(n.capacity),
+            held_outside=_held_outside(n, held.get(n.name, {})),
             state=n.state,
             features=_features(n, notes),
         )

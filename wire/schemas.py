@@ -100,6 +100,26 @@ class NodeIn(WireModel):
         max_length=256,
         description="The node's features (Slurm's node features), which jobs' 'features' test.",
     )
+    held_outside: Amounts = Field(
+        default_factory=dict,
+        # Left out when empty: digests and older services see the snapshot as before.
+        exclude_if=lambda held: not held,
+        description=(
+            "What work the snapshot does not list holds on this node now (jobs of partitions "
+            "cpsched does not manage, jobs still completing): not offered to new jobs, but "
+            "part of the node's capacity when judging whether a job could ever start."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _held_within_capacity(self) -> NodeIn:
+        for resource, amount in self.held_outside.items():
+            if amount > self.resources.get(resource, 0):
+                raise ValueError(
+                    f"node {self.name}: held_outside has {amount} {resource}, more than its "
+                    f"capacity {self.resources.get(resource, 0)}; send at most the capacity"
+                )
+        return self
 
 
 class PartitionIn(WireModel):

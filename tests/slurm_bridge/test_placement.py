@@ -338,22 +338,24 @@ def test_during_an_outage_the_service_is_probed_and_its_return_starts_a_cycle() 
     assert 3.0 <= t.now < 3.3  # noticed within a probe interval of being ready
 
 
-def test_capacity_held_by_jobs_the_snapshot_does_not_carry_is_not_offered() -> None:
-    # 3 CPUs of a are used by a job of a partition left to Slurm (not in the state's jobs).
+def test_capacity_held_by_jobs_the_snapshot_does_not_carry_is_sent_as_held_outside() -> None:
+    # 3 CPUs of a are used by a job of a partition left to Slurm (not in the state's jobs):
+    # the node keeps its capacity, the 3 go as held outside it.
     state = cluster(held("x"), used={"a": 3})
     request, _ = dispatch_request(state, shadow=False, extensions={})
-    assert {n.name: n.resources["cpu"] for n in request.nodes} == {"a": 1, "b": 4, "c": 4}
+    assert {n.name: n.resources["cpu"] for n in request.nodes} == {"a": 4, "b": 4, "c": 4}
+    assert {n.name: n.held_outside for n in request.nodes} == {"a": {"cpu": 3}, "b": {}, "c": {}}
     # A job released but not running yet does not hide it (Slurm does not count it yet).
     released = replace(held("s"), held_for_us=False, priority=1)
     state = cluster(released, used={"a": 2})
     request, _ = dispatch_request(
         state, shadow=False, extensions={}, starting={"s": (990, {"a": 1})}
     )
-    assert request.nodes[0].resources["cpu"] == 2  # 4 less the 2 Slurm's other jobs hold
+    assert request.nodes[0].held_outside == {"cpu": 2}  # what Slurm's other jobs hold
     # A running job the snapshot does carry is not counted twice.
     state = cluster(running("r", {"a": 3}), used={"a": 3})
     request, _ = dispatch_request(state, shadow=False, extensions={})
-    assert request.nodes[0].resources["cpu"] == 4
+    assert request.nodes[0].held_outside == {}
 
 
 def test_the_cycle_that_ends_a_release_fallback_applies_nothing(tmp_path: Path) -> None:
