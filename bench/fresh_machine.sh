@@ -7,7 +7,8 @@
 # What the root shares with the machine: the kernel, the network (so the machine's own
 # PostgreSQL and MariaDB stay reachable on 5432/3306: the connection counters of both are
 # printed before and after, and must not move if the tests use only their own servers),
-# /etc/hosts, the resolver and the trusted certificates (a site's proxy CA). Nothing else
+# /etc/hosts, the resolver, the trusted certificates and the variables that tell pip and
+# Python to use them (a site's proxy CA, and the proxy if one is set). Nothing else
 # should run meanwhile, or the counters say nothing.
 set -euo pipefail
 ROOT=${1:-/var/tmp/cpsched-fresh-debian12}
@@ -52,8 +53,14 @@ mount --rbind /dev "$ROOT/dev"
 for f in /etc/hosts /etc/resolv.conf; do cp "$f" "$ROOT$f"; done
 mkdir -p "$ROOT/etc/ssl/certs"
 cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"
+# The network's own requirements come along: where its egress re-signs TLS (a site's
+# proxy), the machine tells pip and Python which CA bundle to trust.
+NETWORK_ENV=()
+for var in PIP_CERT SSL_CERT_FILE REQUESTS_CA_BUNDLE http_proxy https_proxy no_proxy; do
+  [ -n "${!var:-}" ] && NETWORK_ENV+=("$var=${!var}")
+done
 inside() {
-  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb "${NETWORK_ENV[@]}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
 }
 elapsed() { echo "$(( $(date +%s) - $1 )) s"; }
