@@ -51,7 +51,10 @@ mount -t proc proc "$ROOT/proc"
 mount -t sysfs sysfs "$ROOT/sys"
 mount --rbind /dev "$ROOT/dev"
 for f in /etc/hosts /etc/resolv.conf; do cp "$f" "$ROOT$f"; done
-mkdir -p "$ROOT/etc/ssl/certs"
+# The site's own CAs, where update-ca-certificates (run by any package that pulls in
+# ca-certificates) keeps them in the bundle; and the bundle itself until then.
+mkdir -p "$ROOT/etc/ssl/certs" "$ROOT/usr/local/share/ca-certificates"
+cp -a /usr/local/share/ca-certificates/. "$ROOT/usr/local/share/ca-certificates/" 2>/dev/null || true
 cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"
 # The network's own requirements come along: where its egress re-signs TLS (a site's
 # proxy), the machine tells pip and Python which CA bundle to trust.
@@ -70,6 +73,10 @@ echo "== by hand: apt-get install python3"
 inside apt-get update -qq
 inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null
 inside python3 --version
+# apt may have installed ca-certificates beside python3 and rebuilt the bundle.
+[ -x "$ROOT/usr/sbin/update-ca-certificates" ] && inside update-ca-certificates >/dev/null 2>&1
+grep -q . "$ROOT/etc/ssl/certs/ca-certificates.crt" 2>/dev/null \
+  || cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"
 echo "   $(elapsed "$t")"
 
 mkdir -p "$ROOT/work"
