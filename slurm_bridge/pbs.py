@@ -1,14 +1,18 @@
 """PBS Pro / OpenPBS adapter: ``qstat -f -F json``, ``pbsnodes -av -F json``, qrun/qalter.
 
 Same interface as the Slurm backend. Conventions (see docs/bridge.md, PBS section):
-a ``queuejob`` hook puts every new job on a *system* hold (``Hold_Types=s``, which users
-cannot release) and sets the custom resource ``Resource_List.<tag>=True``; the bridge
-(a PBS Manager) starts a job with ``qrls -h s`` then ``qrun -H <exec_vnode spec>``.
+a ``queuejob`` hook puts every new job on an *operator* hold (``Hold_Types=o``, which
+users cannot release and PBS's dependencies do not touch: those use the system hold
+``s``) and sets the custom resource ``Resource_List.<tag>=True``; the bridge (a PBS
+Manager) starts a held job with ``qrun -H <exec_vnode spec>`` alone: a release first would
+wake PBS's own scheduler, which would start the job on its own vnodes before ``qrun``.
+A job also held by its user (``u``) or by PBS (``s``: a dependency) is not cpsched's yet.
 
 Resources: ``ncpus`` → cpu, ``mem`` → mem (MiB), ``ngpus`` → gpu; a job's
 ``select=N:ncpus=a:mem=b:ngpus=c`` gives N units of that chunk; ``place=scatter``
 means one chunk per node, ``place=pack`` one node, ``excl`` whole nodes (shared with no
-other job).
+other job). ``qrun -H`` names one chunk per ``select`` chunk, in the select's order. A
+vnode with no cpus (a mom's natural vnode when its vnodes are defined) is left out.
 
 Site rules: a queue whose vnodes name it (the vnode attribute ``queue``) runs only on
 them, any other queue on the vnodes that name no queue (PBS's node-queue association);
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.errors import StateParseError
+from cpsched.slurm_bridge.errors import BridgeConfigError, StateParseError
 from cpsched.slurm_bridge.model import (
     Amounts,
     ClusterState,
@@ -58,6 +62,9 @@ _STATE = {
     "U": "pending",
 }
 QUEUES_TTL_S = 60.0
+HOLD = "o"
+"""The hold the kit's hook puts on every job: an operator hold, which users cannot lift
+and PBS's dependencies (system holds) leave alone."""
 _SIZE = re.compile(r"^(\d+)(b|kb|mb|gb|tb|w|kw|mw|gw|tw)?$", re.IGNORECASE)
 _MIB = {"b": 1 / 2**20, "kb": 1 / 1024, "mb": 1, "gb": 1024, "tb": 1024**2}
 
@@ -143,6 +150,8 @@ def parse_nodes(doc: Mapping[str, Any], queues: list[str]) -> dict[str, NodeView
             continue
         capacity = _amounts(raw.get("resources_available", {}))
         capacity.setdefault("cpu", int(raw.get("pcpus", 0)))
+        if capacity["cpu"] <= 0:
+            continue  # runs nothing: a mom's natural vnode beside its defined vnodes
         used = _amounts(raw.get("resources_assigned", {}))
         nodes[name] = NodeView(
             name=name,
@@ -165,6 +174,17 @@ def _chunk(spec: str) -> tuple[int, Amounts]:
         elif i == 0 and part.isdigit():
             count = int(part)
     return count, _amounts(resources)
+
+
+def select_chunks(resource_list: Mapping[str, Any]) -> list[Amounts]:
+    """The job's chunks one by one, in its ``select``'s order (``2:ncpus=4+1:ncpus=8`` →
+    three); a job without ``select`` is one chunk of its job-wide resources."""
+    select = str(resource_list.get("select") or "")
+    if not select:
+        return [_amounts(resource_list) or {"cpu": 1}]
+    return [
+        dict(amounts) for count, amounts in map(_chunk, select.split("+")) for _ in range(count)
+    ]
 
 
 def job_shape(resource_list: Mapping[str, Any]) -> JobShape:
@@ -246,6 +266,18 @@ def parse_queues(doc: Mapping[str, Any]) -> dict[str, QueueLimits]:
     return found
 
 
+def unrouted_held_queues(doc: Mapping[str, Any]) -> list[str]:
+    """Enabled route queues of ``qstat -Q -f -F json`` that do not route held jobs (PBS's
+    default): the jobs the hook holds in them would stay there."""
+    return sorted(
+        name
+        for name, raw in (doc.get("Queue") or {}).items()
+        if str(raw.get("queue_type", "")).lower() == "route"
+        and str(raw.get("enabled", "True")).lower() == "true"
+        and str(raw.get("route_held_jobs", "False")).lower() != "true"
+    )
+
+
 def queue_partitions(
     nodes: Mapping[str, NodeView],
     queues: set[str],
@@ -263,18 +295,25 @@ def queue_partitions(
     return partitions
 
 
-def hold_back_in_stopped_queues(
-    jobs: list[JobView], limits: Mapping[str, QueueLimits]
-) -> list[JobView]:
-    """``jobs`` with each job of a stopped queue (``started = False``) marked as blocked:
-    PBS would run none of them, so the bridge must not either."""
-    stopped = {name for name, limit in limits.items() if not limit.started}
-    return [
-        replace(job, rules=replace(job.rules, blocked=f"queue {job.partition} is stopped"))
-        if job.state == "pending" and job.partition in stopped and not job.rules.blocked
-        else job
-        for job in jobs
-    ]
+def hold_back_by_queue(jobs: list[JobView], limits: Mapping[str, QueueLimits]) -> list[JobView]:
+    """``jobs`` with each pending job PBS would not run where it is marked as blocked: in a
+    stopped queue (``started = False``), or in a route queue (it runs once routed on to
+    an execution queue; ``qrun`` refuses it there). ``limits``: the execution queues."""
+    if not limits:
+        return jobs  # the queues could not be read: nothing to judge by
+
+    def why(job: JobView) -> str:
+        if job.partition not in limits:
+            return f"queue {job.partition} is not an execution queue: the job is routed first"
+        if not limits[job.partition].started:
+            return f"queue {job.partition} is stopped"
+        return ""
+
+    out: list[JobView] = []
+    for job in jobs:
+        reason = why(job) if job.state == "pending" and not job.rules.blocked else ""
+        out.append(replace(job, rules=replace(job.rules, blocked=reason)) if reason else job)
+    return out
 
 
 def exec_vnode_units(exec_vnode: str) -> dict[str, int]:
@@ -302,14 +341,12 @@ def parse_jobs(
         resources = raw.get("Resource_List") or {}
         shape = job_shape(resources)
         if state_code in {"F", "X"}:
-            exit_status = int(raw.get("Exit_status", 0) or 0)
-            state = (
-                "completed"
-                if exit_status == 0
-                else "cancelled"
-                if exit_status in {-1, 271}
-                else "failed"
-            )
+            exit_status = raw.get("Exit_status")
+            if exit_status is None or not raw.get("stime"):
+                state = "cancelled"  # deleted before it started: no exit status
+            else:
+                code = int(exit_status or 0)
+                state = "completed" if code == 0 else "cancelled" if code in {-1, 271} else "failed"
         else:
             state = _STATE.get(state_code, "other")
         allocation = (
@@ -317,7 +354,7 @@ def parse_jobs(
         )
         if allocation and shape.single_node:
             allocation = {next(iter(allocation)): 1}
-        holds = str(raw.get("Hold_Types") or "n")
+        holds = set(str(raw.get("Hold_Types") or "n")) - {"n"}
         tagged = str(resources.get(tag, "")).lower() == "true"
         rules = JobRules(
             exclusive=is_exclusive(resources),
@@ -334,7 +371,9 @@ def parse_jobs(
                 submit=pbs_time(raw.get("qtime") or raw.get("ctime")) or 0,
                 time_limit_s=walltime_s(resources.get("walltime")) or unlimited_s,
                 shape=shape,
-                held_for_us=state_code == "H" and "s" in holds and tagged,
+                # Only cpsched's own hold: a user's (u) or a dependency's (s) comes first.
+                # An array's subjobs show Q under their held array, with its holds.
+                held_for_us=state_code in {"H", "Q"} and holds == {HOLD} and tagged,
                 tagged=tagged,
                 priority=int(raw.get("Priority", 0) or 0),
                 reason=str(raw.get("comment") or ""),
@@ -349,21 +388,39 @@ def parse_jobs(
     return jobs
 
 
-def exec_spec(allocation: Mapping[str, int], per_unit: Amounts) -> str:
-    """``qrun -H`` spec: one chunk per unit, ``(node:ncpus=4:mem=1024mb:ngpus=1)+...``."""
-    chunks: list[str] = []
-    for node, units in allocation.items():
-        fields = [node] + [
-            f"{PBS_NAME_OF[r]}={a}mb" if r == "mem" else f"{PBS_NAME_OF[r]}={a}"
-            for r, a in per_unit.items()
-            if r in PBS_NAME_OF and a > 0
-        ]
-        chunks += [f"({':'.join(fields)})"] * units
-    return "+".join(chunks)
+def _chunk_text(node: str, amounts: Amounts) -> str:
+    fields = [node] + [
+        f"{PBS_NAME_OF[r]}={a}mb" if r == "mem" else f"{PBS_NAME_OF[r]}={a}"
+        for r, a in amounts.items()
+        if r in PBS_NAME_OF and a > 0
+    ]
+    return f"({':'.join(fields)})"
 
 
-def qrun_argv(job_id: str, allocation: Mapping[str, int], per_unit: Amounts) -> list[str]:
-    return ["qrun", "-H", exec_spec(allocation, per_unit), job_id]
+def exec_spec(allocation: Mapping[str, int], chunks: list[Amounts], *, one_node: bool) -> str:
+    """``qrun -H`` spec: each of the job's ``chunks`` (its select's, in order) on a node of
+    ``allocation`` (node → units); ``one_node``: every chunk on its single node (a
+    one-unit job: ``place=pack`` or a single chunk)."""
+    if one_node:
+        node = next(iter(allocation))
+        return "+".join(_chunk_text(node, chunk) for chunk in chunks)
+    nodes = [node for node, units in allocation.items() for _ in range(units)]
+    if len(nodes) != len(chunks):
+        raise StateParseError(
+            f"the decided allocation has {len(nodes)} units, the job {len(chunks)} chunks"
+        )
+    return "+".join(_chunk_text(node, chunk) for node, chunk in zip(nodes, chunks, strict=True))
+
+
+def qrun_argv(
+    job_id: str, allocation: Mapping[str, int], chunks: list[Amounts], *, one_node: bool
+) -> list[str]:
+    return ["qrun", "-H", exec_spec(allocation, chunks, one_node=one_node), job_id]
+
+
+def array_of(job_id: str) -> str:
+    """The array a subjob belongs to (``"12[3].srv"`` → ``"12[].srv"``), else the job."""
+    return re.sub(r"\[\d+\]", "[]", job_id, count=1)
 
 
 def qalter_walltime_argv(job_id: str, seconds: int) -> list[str]:
@@ -381,6 +438,9 @@ class PbsBackend:
     pins_splits: bool = False  # qrun -H runs the exact allocation: nothing to pin
     finished_forgeable: bool = False  # ended jobs come from qstat -x, in JSON
     _last: ClusterState | None = None
+    _chunks: dict[str, list[Amounts]] = field(default_factory=dict)
+    _checked_server: bool = False
+    _released: set[str] = field(default_factory=set)  # arrays released since the last read
     _queues: Refreshed[dict[str, QueueLimits]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -391,16 +451,47 @@ class PbsBackend:
             lambda: parse_queues(json.loads(self.runner.run(["qstat", "-Q", "-f", "-F", "json"]))),
         )
 
+    def check_server(self) -> None:
+        """Refuse a server the bridge cannot work with, once, before the first read:
+        without job history ``qstat -x`` lists no ended job (and exits 0), so finished
+        jobs would never be reported and dependencies never met."""
+        doc = json.loads(self.runner.run(["qstat", "-B", "-f", "-F", "json"]))
+        for name, server in (doc.get("Server") or {}).items():
+            if str(server.get("job_history_enable", "False")).lower() != "true":
+                raise BridgeConfigError(
+                    f"PBS server {name} keeps no job history: the bridge cannot see jobs "
+                    "end; as a PBS Manager run qmgr -c 'set server job_history_enable=True'"
+                )
+        queues = json.loads(self.runner.run(["qstat", "-Q", "-f", "-F", "json"]))
+        stuck = unrouted_held_queues(queues)
+        if stuck:
+            raise BridgeConfigError(
+                f"route queue(s) {', '.join(stuck)} keep held jobs: a job the hook holds there "
+                "would never reach an execution queue; as a PBS Manager run "
+                + "; ".join(f"qmgr -c 'set queue {q} route_held_jobs=True'" for q in stuck)
+            )
+        self._checked_server = True
+
     def read_state(self) -> ClusterState:
+        if not self._checked_server:
+            self.check_server()
         nodes_doc = json.loads(self.runner.run(["pbsnodes", "-av", "-F", "json"]))
-        jobs_doc = json.loads(self.runner.run(["qstat", "-f", "-x", "-F", "json"]))
+        # -t: an array's subjobs, one by one (without it only the array is listed).
+        jobs_doc = json.loads(self.runner.run(["qstat", "-t", "-f", "-x", "-F", "json"]))
         nodes = parse_nodes(nodes_doc, self.queues)
         jobs = parse_jobs(jobs_doc, tag=self.tag, queues=self.queues, unlimited_s=self.unlimited_s)
+        raw_jobs = jobs_doc.get("Jobs") or {}
+        self._released = set()
+        self._chunks = {
+            job.id: select_chunks(raw_jobs[job.id].get("Resource_List") or {})
+            for job in jobs
+            if job.held_for_us
+        }
         limits = self._queues.get()
         state = ClusterState(
             time=int(time.time()),
             nodes=nodes,
-            jobs=hold_back_in_stopped_queues(jobs, limits),
+            jobs=hold_back_by_queue(jobs, limits),
             partitions=queue_partitions(nodes, {j.partition for j in jobs if j.partition}, limits),
         )
         self._last = state
@@ -423,17 +514,24 @@ class PbsBackend:
         return []  # qrun -H pins nothing that outlives the start
 
     def start_allocation(self, job_id: str, allocation: Mapping[str, int]) -> list[list[str]]:
-        """The commands a start with this exact allocation runs (for tests and dry runs)."""
+        """The commands a start with this exact allocation runs (for tests and dry runs):
+        ``qrun -H`` on the still-held job, which keeps its hold while it runs."""
         job = self._last.job(job_id) if self._last else None
-        if job is None:
+        chunks = self._chunks.get(job_id)
+        if job is None or chunks is None:
             raise StateParseError(f"job {job_id} unknown; read state first")
-        return [["qrls", "-h", "s", job_id], qrun_argv(job_id, allocation, job.shape.per_unit)]
+        return [qrun_argv(job_id, allocation, chunks, one_node=job.shape.single_node)]
 
     def hold(self, job_id: str, *, unpin: bool) -> None:
-        self.runner.run(["qhold", "-h", "s", job_id])
+        self.runner.run(["qhold", "-h", HOLD, array_of(job_id)])
 
     def release_to_native(self, job_id: str) -> None:
-        self.runner.run(["qrls", "-h", "s", job_id])
+        # An array's holds are its own, not its subjobs': released once for them all.
+        target = array_of(job_id)
+        if target in self._released:
+            return
+        self.runner.run(["qrls", "-h", HOLD, target])
+        self._released.add(target)
 
     def extend(self, job_id: str, new_limit_s: int) -> None:
         self.runner.run(qalter_walltime_argv(job_id, new_limit_s))

@@ -1,7 +1,12 @@
-"""PBS adapter: recorded ``qstat -f -F json`` / ``pbsnodes -av -F json`` and command lines.
+"""PBS adapter: recorded outputs of the OpenPBS 23.06 test bed, and command lines.
 
-``qstat_Qf.json`` (``qstat -Q -f -F json``) was written by hand in the format of OpenPBS's
-documentation and the other recorded outputs, not recorded from a PBS server."""
+The fixtures (``fixtures/pbs/``) were recorded by ``pbs_testbed/record.sh`` from the real
+test bed with the kit's hook installed: jobs 0-1 ended (exit 0 and 3), 2, 4 and 5 running
+(4 on two vnodes, 5 on gn01 in gpuq), 3 deleted before it started, 6-9 held by the hook
+(plain, three chunks, scatter:excl, pack), 10 also held by its user, 11 waiting on 4
+(afterok), 12 on 0 (met), array 13 with subjobs 1-3, 14 in the stopped queue maint, 15 in
+a route queue that keeps held jobs; cn04 offline; the mom's natural vnode has 0 cpus.
+"""
 
 from __future__ import annotations
 
@@ -11,40 +16,72 @@ import types
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from cpsched.slurm_bridge.eligibility import held_back
+from cpsched.slurm_bridge.errors import BridgeConfigError
 from cpsched.slurm_bridge.pbs import (
     PbsBackend,
+    array_of,
     exec_spec,
-    hold_back_in_stopped_queues,
+    hold_back_by_queue,
     parse_jobs,
     parse_nodes,
     parse_queues,
     qalter_walltime_argv,
     qrun_argv,
+    select_chunks,
     size_mib,
+    unrouted_held_queues,
     walltime_s,
 )
 from cpsched.slurm_bridge.snapshot import dispatch_request
 
 FIX = Path(__file__).parent / "fixtures" / "pbs"
 KIT = Path(__file__).resolve().parents[2] / "slurm_bridge" / "kit"
+SERVER = "pbshead"
+
+
+def jid(number: int | str) -> str:
+    return f"{number}.{SERVER}"
+
+
+def fixture(name: str) -> dict:
+    return dict(json.loads((FIX / name).read_text()))
 
 
 class RecordingRunner:
-    """Answers the two read commands from the fixtures; records every argv."""
+    """Answers the read commands from the fixtures; records every argv."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: str = "qstat_Bf.json", queues: dict | None = None) -> None:
         self.argvs: list[list[str]] = []
+        self.server = server
+        self.queues = queues
 
     def run(self, argv: list[str], *, env: dict | None = None) -> str:
         self.argvs.append(list(argv))
         if argv[0] == "pbsnodes":
             return (FIX / "pbsnodes_av.json").read_text()
+        if argv[0] == "qstat" and "-B" in argv:
+            return (FIX / self.server).read_text()
         if argv[0] == "qstat" and "-Q" in argv:
-            return (FIX / "qstat_Qf.json").read_text()
+            return json.dumps(self.queues if self.queues is not None else routed())
         if argv[0] == "qstat":
-            return (FIX / "qstat_f.json").read_text()
+            return (FIX / "qstat_txf.json").read_text()
         return ""
+
+
+def routed() -> dict:
+    """The recorded queues, with the route queue set as the PBS section of docs/bridge.md
+    asks (route_held_jobs = True)."""
+    doc = fixture("qstat_Qf.json")
+    doc["Queue"]["route"]["route_held_jobs"] = "True"
+    return doc
+
+
+def jobs_by_id(queues: list[str] | None = None) -> dict:
+    doc = fixture("qstat_txf.json")
+    return {j.id: j for j in parse_jobs(doc, tag="extsched", queues=queues or [], unlimited_s=60)}
 
 
 def test_sizes_and_walltimes() -> None:
@@ -54,103 +91,156 @@ def test_sizes_and_walltimes() -> None:
 
 
 def test_nodes() -> None:
-    nodes = parse_nodes(json.loads((FIX / "pbsnodes_av.json").read_text()), [])
-    assert nodes["gn01"].capacity == {"cpu": 32, "mem": 257000, "gpu": 4}
-    assert nodes["gn01"].used == {"cpu": 8, "mem": 16384, "gpu": 1}
-    assert nodes["cn01"].state == "up" and nodes["cn01"].used["cpu"] == 4
-    assert nodes["gn02"].state == "drain" and nodes["cn03"].state == "down"
+    nodes = parse_nodes(fixture("pbsnodes_av.json"), [])
+    assert sorted(nodes) == ["cn01", "cn02", "cn03", "cn04", "gn01"]  # not the 0-cpu one
+    assert nodes["gn01"].capacity == {"cpu": 8, "mem": 16384, "gpu": 2}
+    assert nodes["gn01"].used == {"cpu": 4, "mem": 0, "gpu": 1}
+    assert nodes["cn02"].used["cpu"] == 3 and nodes["cn03"].used["cpu"] == 0
+    assert nodes["cn04"].state == "drain" and nodes["cn01"].state == "up"
+    assert nodes["gn01"].partitions == ("gpuq",)
 
 
 def test_jobs() -> None:
-    doc = json.loads((FIX / "qstat_f.json").read_text())
-    jobs = {j.id: j for j in parse_jobs(doc, tag="extsched", queues=[], unlimited_s=60)}
-    assert jobs["1041.pbs-head"].allocation == {"cn01": 1}
-    assert jobs["1041.pbs-head"].shape.per_unit == {"cpu": 4, "mem": 8192}
-    train = jobs["1042.pbs-head"]
-    assert train.name == 'train "resnet" é' and train.user == "bob" and train.state == "running"
-    sweep = jobs["1043.pbs-head"]
-    assert sweep.held_for_us and sweep.shape.one_unit_per_node and sweep.shape.units == 2
-    assert sweep.shape.per_unit == {"cpu": 8, "mem": 16384} and sweep.time_limit_s == 3600
-    assert not jobs["1044.pbs-head"].held_for_us  # queued, not on our system hold
-    assert jobs["1045.pbs-head"].held_for_us
-    done = jobs["1039.pbs-head"]
-    assert done.state == "completed" and done.end is not None and done.start is not None
-    assert done.end - done.start == 30 * 60 + 2
-    only_gpu = parse_jobs(doc, tag="extsched", queues=["gpuq"], unlimited_s=60)
-    assert {j.id for j in only_gpu} == {"1042.pbs-head", "1045.pbs-head"}
+    jobs = jobs_by_id()
+    train = jobs[jid(4)]
+    assert train.state == "running" and train.name == "train_resnet" and train.user == "pbstest"
+    assert train.allocation == {"cn01": 1, "cn02": 1}
+    assert train.shape.units == 2 and train.shape.per_unit == {"cpu": 2, "mem": 1024}
+    assert jobs[jid(5)].allocation == {"gn01": 1} and jobs[jid(5)].partition == "gpuq"
+    assert jobs[jid(0)].state == "completed" and jobs[jid(1)].state == "failed"
+    ended = jobs[jid(0)]
+    assert ended.start is not None and ended.end is not None and ended.end >= ended.start
+    assert jobs[jid(3)].state == "cancelled"  # deleted before it started: no exit status
+    # The hook's operator hold alone makes a job cpsched's; a subjob shows Q under it.
+    ours = {job.id for job in jobs.values() if job.held_for_us}
+    assert ours == {jid(n) for n in (6, 7, 8, 9, 12, 14, 15)} | {
+        f"13[{i}].{SERVER}" for i in (1, 2, 3)
+    }
+    assert not jobs[jid(10)].held_for_us  # its user's hold too
+    assert not jobs[jid(11)].held_for_us  # PBS's system hold: its dependency is unmet
+    assert jid("13[]") not in jobs  # the array itself: its subjobs are started one by one
+    inq = jobs[jid(7)]
+    assert inq.shape.units == 3 and inq.shape.per_unit == {"cpu": 2, "mem": 2048}
+    only_gpu = parse_jobs(
+        fixture("qstat_txf.json"), tag="extsched", queues=["gpuq"], unlimited_s=60
+    )
+    assert {j.id for j in only_gpu} == {jid(5)}
 
 
 def test_command_lines() -> None:
-    assert exec_spec({"cn01": 1, "cn02": 1}, {"cpu": 8, "mem": 16384}) == (
+    chunks = [{"cpu": 8, "mem": 16384}, {"cpu": 8, "mem": 16384}]
+    assert exec_spec({"cn01": 1, "cn02": 1}, chunks, one_node=False) == (
         "(cn01:ncpus=8:mem=16384mb)+(cn02:ncpus=8:mem=16384mb)"
     )
-    assert qrun_argv("1045.pbs-head", {"gn01": 1}, {"cpu": 4, "gpu": 2}) == [
+    # A packed job: every chunk of its select on its one vnode, never one merged chunk.
+    assert exec_spec({"cn03": 1}, [{"cpu": 1}, {"cpu": 1}], one_node=True) == (
+        "(cn03:ncpus=1)+(cn03:ncpus=1)"
+    )
+    # Chunks of different kinds keep the select's order, one per decided unit.
+    mixed = select_chunks({"select": "1:ncpus=4+2:ncpus=1:ngpus=1"})
+    assert mixed == [{"cpu": 4}, {"cpu": 1, "gpu": 1}, {"cpu": 1, "gpu": 1}]
+    assert exec_spec({"gn01": 2, "cn01": 1}, mixed, one_node=False) == (
+        "(gn01:ncpus=4)+(gn01:ncpus=1:ngpus=1)+(cn01:ncpus=1:ngpus=1)"
+    )
+    assert qrun_argv("5.pbshead", {"gn01": 1}, [{"cpu": 4, "gpu": 2}], one_node=True) == [
         "qrun",
         "-H",
         "(gn01:ncpus=4:ngpus=2)",
-        "1045.pbs-head",
+        "5.pbshead",
     ]
-    assert qalter_walltime_argv("1042.pbs-head", 4 * 3600 + 600) == [
+    assert qalter_walltime_argv("4.pbshead", 4 * 3600 + 600) == [
         "qalter",
         "-l",
         "walltime=04:10:00",
-        "1042.pbs-head",
+        "4.pbshead",
     ]
+    assert array_of("13[2].pbshead") == "13[].pbshead" and array_of("4.pbshead") == "4.pbshead"
 
 
-def test_backend_runs_release_then_qrun_with_exact_nodes() -> None:
+def test_a_start_is_qrun_alone_on_the_held_job_with_its_select_chunks() -> None:
     runner = RecordingRunner()
     backend = PbsBackend(runner=runner)
-    state = backend.read_state()
-    assert len(state.held) == 4  # 1046 among them, though its dependency is unmet
-    backend.start("1043.pbs-head", {"cn02": 1, "cn01": 1})
-    backend.extend("1042.pbs-head", 5 * 3600)
-    assert runner.argvs[3:] == [  # after the three reads
-        ["qrls", "-h", "s", "1043.pbs-head"],
-        ["qrun", "-H", "(cn02:ncpus=8:mem=16384mb)+(cn01:ncpus=8:mem=16384mb)", "1043.pbs-head"],
-        ["qalter", "-l", "walltime=05:00:00", "1042.pbs-head"],
+    backend.read_state()
+    reads = len(runner.argvs)
+    backend.start(jid(7), {"cn03": 2, "cn01": 1})  # select=3:ncpus=2:mem=2gb
+    backend.start(jid(9), {"cn03": 1})  # select=2:ncpus=1, place=pack
+    backend.extend(jid(4), 5 * 3600)
+    # No qrls: a release would wake PBS's scheduler, which would start the job first.
+    assert runner.argvs[reads:] == [
+        [
+            "qrun",
+            "-H",
+            "(cn03:ncpus=2:mem=2048mb)+(cn03:ncpus=2:mem=2048mb)+(cn01:ncpus=2:mem=2048mb)",
+            jid(7),
+        ],
+        ["qrun", "-H", "(cn03:ncpus=1)+(cn03:ncpus=1)", jid(9)],
+        ["qalter", "-l", "walltime=05:00:00", jid(4)],
     ]
+
+
+def test_the_fallback_releases_the_hooks_hold_and_an_array_once() -> None:
+    runner = RecordingRunner()
+    backend = PbsBackend(runner=runner)
+    backend.read_state()
+    reads = len(runner.argvs)
+    for job_id in (jid(6), f"13[1].{SERVER}", f"13[2].{SERVER}"):
+        backend.release_to_native(job_id)
+    assert runner.argvs[reads:] == [["qrls", "-h", "o", jid(6)], ["qrls", "-h", "o", jid("13[]")]]
+
+
+def test_a_server_the_bridge_cannot_work_with_is_refused_at_the_first_read() -> None:
+    with pytest.raises(BridgeConfigError, match="set server job_history_enable=True"):
+        PbsBackend(runner=RecordingRunner(server="qstat_Bf.no_history.json")).read_state()
+    as_recorded = fixture("qstat_Qf.json")  # route keeps held jobs (PBS's default)
+    assert unrouted_held_queues(as_recorded) == ["route"]
+    with pytest.raises(BridgeConfigError, match="set queue route route_held_jobs=True"):
+        PbsBackend(runner=RecordingRunner(queues=as_recorded)).read_state()
 
 
 def test_queues_confine_jobs_to_their_vnodes() -> None:
     state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
-    assert state.partitions["gpuq"].nodes == ("gn01", "gn02")  # the vnodes naming gpuq
-    assert set(state.partitions["workq"].nodes) == {"cn01", "cn02", "cn03"}  # naming none
+    assert state.partitions["gpuq"].nodes == ("gn01",)  # the vnode naming gpuq
+    assert set(state.partitions["workq"].nodes) == {"cn01", "cn02", "cn03", "cn04"}
 
 
 def test_queue_limits_are_the_partitions_limits_and_a_stopped_queue_runs_nothing() -> None:
-    limits = parse_queues(json.loads((FIX / "qstat_Qf.json").read_text()))
+    limits = parse_queues(fixture("qstat_Qf.json"))
     assert set(limits) == {"workq", "gpuq", "maint"}  # the route queue runs nothing itself
+    assert (limits["maint"].max_nodes, limits["maint"].started) == (1, False)
     state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
     assert state.partitions["workq"].max_time_s == 24 * 3600
-    assert (state.partitions["gpuq"].max_time_s, state.partitions["gpuq"].max_nodes) == (1800, 1)
-    # 1045 asks gpuq for 45 minutes, over its 30: the service will never start it there
+    assert state.partitions["gpuq"].max_time_s == 1800
     request, _ = dispatch_request(state, shadow=False, extensions={})
     gpuq = next(p for p in request.partitions or [] if p.name == "gpuq")
     assert gpuq.max_time == 1800
-    job = next(j for j in state.jobs if j.id == "1043.pbs-head")
-    stopped = hold_back_in_stopped_queues([replace(job, partition="maint")], limits)
-    assert stopped[0].rules.blocked == "queue maint is stopped"
-    assert held_back(stopped[0], 0) == "queue maint is stopped"
+    stopped = state.job(jid(14))
+    assert stopped is not None and stopped.rules.blocked == "queue maint is stopped"
+    assert held_back(stopped, 0) == "queue maint is stopped"
+    routing = state.job(jid(15))
+    assert routing is not None and routing.rules.blocked.startswith("queue route is not an")
+    plain = state.job(jid(6))
+    assert plain is not None
+    moved = hold_back_by_queue([replace(plain, partition="maint")], limits)
+    assert moved[0].rules.blocked == "queue maint is stopped"
 
 
 def test_exclusive_placement_and_dependencies() -> None:
-    doc = json.loads((FIX / "qstat_f.json").read_text())
-    jobs = {j.id: j for j in parse_jobs(doc, tag="extsched", queues=[], unlimited_s=60)}
-    post, report = jobs["1046.pbs-head"], jobs["1047.pbs-head"]
-    # place=scatter:excl: one chunk per vnode, whole vnodes; free:excl: chunks may share
-    assert post.rules.exclusive and post.shape.one_unit_per_node
-    assert report.rules.exclusive and not report.shape.one_unit_per_node
-    # post waits for 1041, still running; report's afterok:1039 is met (it exited 0)
-    assert post.rules.dependency == "afterok:1041.pbs-head"
-    assert held_back(post, 0) is not None
-    assert report.rules.dependency == "" and held_back(report, 0) is None
-    assert not jobs["1043.pbs-head"].rules.exclusive  # place=scatter alone
+    jobs = jobs_by_id()
+    scatter = jobs[jid(8)]
+    # place=scatter:excl: one chunk per vnode, whole vnodes; pack: one vnode
+    assert scatter.rules.exclusive and scatter.shape.one_unit_per_node
+    assert jobs[jid(9)].shape.single_node and jobs[jid(9)].shape.per_unit == {"cpu": 2}
+    # 11 waits for 4, still running; 12's afterok on 0 was met when it was submitted.
+    assert jobs[jid(11)].rules.dependency == f"afterok:{jid(4)}"
+    assert held_back(jobs[jid(11)], 0) is not None
+    assert jobs[jid(12)].rules.dependency == "" and held_back(jobs[jid(12)], 0) is None
+    assert not jobs[jid(6)].rules.exclusive
 
 
 class FakeJob:
     def __init__(self, queue: str, holds: str = "n") -> None:
-        self.queue = type("Queue", (), {"name": queue})()
+        # Without -q, PBS gives the hook the string '' (seen on OpenPBS 23.06).
+        self.queue: object = type("Queue", (), {"name": queue})() if queue else ""
         self.Hold_Types = holds
         self.Resource_List: dict[str, str] = {}
 
@@ -165,6 +255,8 @@ def run_hook(job: FakeJob, unmanaged: set[str] | None = None) -> bool:
     fake.hold_types = str  # type: ignore[attr-defined]
     fake.logmsg = lambda *args: None  # type: ignore[attr-defined]
     fake.LOG_DEBUG = 0  # type: ignore[attr-defined]
+    fake.LOG_ERROR = 1  # type: ignore[attr-defined]
+    fake.server = lambda: type("Server", (), {"default_queue": "workq"})()  # type: ignore[attr-defined]
     source = (KIT / "pbs_queuejob_hold.py").read_text()
     if unmanaged:
         default = "UNMANAGED_QUEUES: set[str] = set()"
@@ -184,9 +276,23 @@ def run_hook(job: FakeJob, unmanaged: set[str] | None = None) -> bool:
 def test_the_queuejob_hook_holds_and_tags_every_managed_job() -> None:
     job = FakeJob("workq")
     assert run_hook(job)
-    assert job.Hold_Types == "s" and job.Resource_List == {"extsched": "True"}
+    assert job.Hold_Types == "o" and job.Resource_List == {"extsched": "True"}
     held_by_user = FakeJob("workq", holds="u")
-    assert run_hook(held_by_user) and held_by_user.Hold_Types == "us"  # the user's stays
+    assert run_hook(held_by_user) and held_by_user.Hold_Types == "uo"  # the user's stays
     express = FakeJob("express")
     assert run_hook(express, unmanaged={"express"})
     assert express.Hold_Types == "n" and express.Resource_List == {}
+
+
+def test_the_hook_takes_a_job_without_a_queue_to_the_servers_default_queue() -> None:
+    no_queue = FakeJob("")
+    assert run_hook(no_queue) and no_queue.Hold_Types == "o"
+    to_pbs = FakeJob("")
+    assert run_hook(to_pbs, unmanaged={"workq"}) and to_pbs.Hold_Types == "n"
+
+
+def test_the_hook_accepts_a_job_it_cannot_read_unchanged() -> None:
+    broken = FakeJob("workq")
+    broken.Resource_List = None  # type: ignore[assignment]
+    assert run_hook(broken)
+    assert broken.Hold_Types == "n"  # never held without the tag: it would wait for no one
