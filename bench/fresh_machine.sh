@@ -35,7 +35,7 @@ server_counters() {
 
 elapsed() { echo "$(( $(date +%s) - $1 )) s"; }
 
-for m in dev/pts dev proc sys tmp; do umount -l "$ROOT/$m" 2>/dev/null || true; done
+for m in dev/pts dev proc sys/fs/cgroup sys tmp; do umount -l "$ROOT/$m" 2>/dev/null || true; done
 rm -rf --one-file-system "$ROOT"
 t0=$(date +%s)
 echo "== debootstrap bookworm (minbase) into $ROOT from $MIRROR"
@@ -48,7 +48,7 @@ unshare --mount --propagation private -- bash -s "$ROOT" "$REPO" "$SHARED" <<'IN
 set -euo pipefail
 ROOT=$1 REPO=$2 SHARED=$3
 mount -t proc proc "$ROOT/proc"
-mount -t sysfs sysfs "$ROOT/sys"
+mount --rbind /sys "$ROOT/sys"  # with its cgroup file system, as a booted machine has
 mount --rbind /dev "$ROOT/dev"
 for f in /etc/hosts /etc/resolv.conf; do cp "$f" "$ROOT$f"; done
 # The site's own CAs, where update-ca-certificates (run by any package that pulls in

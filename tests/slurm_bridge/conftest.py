@@ -24,6 +24,7 @@ import pytest
 
 from cpsched.cli.local_service import LocalService, write_config
 from tests.dbservers import MariadbServer
+from tests.slurm_bridge.pbs_cluster import PbsCluster, start_pbs
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -266,3 +267,9 @@ def cpsched_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         yield service
     finally:
         service.stop()
+
+
+@pytest.fixture(scope="session")
+def pbs() -> Iterator[PbsCluster]:
+    """A real OpenPBS for the session (``pbs`` tests, inside the OpenPBS root)."""
+    yield from start_pbs()

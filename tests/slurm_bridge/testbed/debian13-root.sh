@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build (once) a Debian 13 "trixie" root holding Debian's Slurm 24.11 for the 24.11 test bed,
 # and print its path. The root is cached outside the clone, under $CPSCHED_CACHE (default
-# /var/cache/cpsched), in a folder named by this script's own hash: a later run, or CI on the
-# same machine, reuses it; changing this script builds a new one. Run as root.
+# /var/cache/cpsched), in a folder named by the hash of this script and roots.sh: a later run,
+# or CI on the same machine, reuses it; changing either builds a new one. Run as root.
 # What is inside: debootstrap's minbase, then Debian 13's Slurm (slurmctld slurmd
 # slurm-client slurmdbd slurmrestd munge), the MariaDB client (start.sh drops the test bed database with it),
 # and Python 3.13 with venv: the bridge and its tests run inside the root as a site on
@@ -10,12 +10,14 @@
 set -euo pipefail
 CACHE=${CPSCHED_CACHE:-/var/cache/cpsched}
 HERE=$(cd "$(dirname "$0")" && pwd)
-KEY=$(sha256sum "$HERE/debian13-root.sh" | cut -c1-12)
+KEY=$(cat "$HERE/debian13-root.sh" "$HERE/roots.sh" | sha256sum | cut -c1-12)
 ROOT=$CACHE/debian13-slurm-$KEY
 PACKAGES="slurmctld slurmd slurm-client slurmdbd slurmrestd munge mariadb-client procps
   python3 python3-venv python3-dev ca-certificates gcc"
 
 die() { echo "debian13-root.sh: $*" >&2; exit 1; }
+# shellcheck source=roots.sh
+. "$HERE/roots.sh"
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap and chroot need it)"
 
 if [ -f "$ROOT/.complete" ]; then
@@ -23,28 +25,9 @@ if [ -f "$ROOT/.complete" ]; then
   exit 0
 fi
 
-# The Debian mirror this machine's apt already uses (debootstrap needs one by name).
-MIRROR=$(sed -n -E 's#^(URIs:|deb)[[:space:]]+(\[[^]]*\][[:space:]]+)?(https?://[^ ]+/debian)/?([[:space:]].*)?$#\3#p' \
-  /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n 1 || true)
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
-if ! command -v debootstrap >/dev/null; then
-  command -v apt-get >/dev/null || die "debootstrap is missing and apt-get is unavailable"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update -qq || die "apt-get update failed"
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap \
-    >/dev/null || die "apt-get install debootstrap failed"
-fi
-
-# Build into a temporary folder beside the cache entry, then rename: a run killed half-way
-# leaves no root that looks complete.
-mkdir -p "$CACHE"
-WORK=$(mktemp -d "$CACHE/.debian13-build.XXXXXX")
-chmod 755 "$WORK"  # mktemp's 0700 would keep the root's own users (munge, _apt) out
-cleanup() {
-  for m in dev/pts dev proc sys; do umount -l "$WORK/$m" 2>/dev/null || true; done
-  rm -rf --one-file-system "$WORK"
-}
-trap cleanup EXIT
+MIRROR=$(debian_mirror)
+need_debootstrap
+new_build_dir "$CACHE" debian13
 echo "building a Debian 13 root with Slurm 24.11 in $ROOT (once; about 3-5 min)..." >&2
 debootstrap --variant=minbase trixie "$WORK" "$MIRROR" >"$CACHE/.debootstrap.log" 2>&1 \
   || die "debootstrap trixie failed (log: $CACHE/.debootstrap.log)"
@@ -61,7 +44,5 @@ chroot "$WORK" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 chroot "$WORK" apt-get clean
 umount -l "$WORK/dev" "$WORK/proc"
 chroot "$WORK" dpkg-query -W -f='${Version}\n' slurmctld >"$WORK/.slurm-version"
-touch "$WORK/.complete"
-mv "$WORK" "$ROOT"
-trap - EXIT
+install_root "$ROOT"
 echo "$ROOT"

@@ -35,36 +35,14 @@ exec "${BESIDE[@]}" unshare --mount --propagation private -- \
 set -euo pipefail
 ROOT=$1 REPO=$2 SHARED=$3 VENV=$4
 shift 4
-mount -t proc proc "$ROOT/proc"
-mount -t sysfs sysfs "$ROOT/sys"
-mount --rbind /dev "$ROOT/dev"
-mount --bind /tmp "$ROOT/tmp"
+# shellcheck source=roots.sh
+. "$REPO/tests/slurm_bridge/testbed/roots.sh"
 # The machine's name, resolver and trusted certificates (a site's proxy CA included) hold
 # inside as well.
-for f in /etc/hosts /etc/resolv.conf /etc/ssl/certs/ca-certificates.crt; do
-  [ -e "$f" ] && touch "$ROOT$f" && mount --bind "$f" "$ROOT$f"
-done
-for dir in "$REPO" "$SHARED"; do
-  [ -d "$dir" ] || continue
-  mkdir -p "$ROOT$dir"
-  mount --bind "$dir" "$ROOT$dir"
-done
+mount_into_root "$ROOT" "$REPO" "$SHARED" /etc/hosts /etc/resolv.conf \
+  /etc/ssl/certs/ca-certificates.crt
 in_root() { chroot "$ROOT" /usr/bin/env -u VIRTUAL_ENV -u PIP_FIND_LINKS PATH="$VENV/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@"; }
-
-# The root's Python environment: dependencies once (online), cpsched itself every run, as
-# an editable install of this clone (no download: build isolation off).
-if [ ! -f "$ROOT$VENV/.complete" ]; then
-  echo "setting up cpsched's environment in the Debian 13 root (once; about 2-3 min)..." >&2
-  rm -rf "$ROOT$VENV"
-  in_root python3 -m venv "$VENV"
-  in_root "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-    'setuptools>=77' wheel
-  in_root sh -c "cd '$REPO' && '$VENV/bin/python' -m pip install -q \
-    --disable-pip-version-check --no-build-isolation -e '.[dev]'"
-  touch "$ROOT$VENV/.complete"
-fi
-in_root sh -c "cd '$REPO' && '$VENV/bin/python' -m pip install -q --disable-pip-version-check \
-  --no-deps --no-build-isolation -e ." >/dev/null
+root_venv "$VENV" "$REPO" "Debian 13"
 cd "$REPO"
 in_root sh -c 'cd "$1" && shift && exec "$@"' sh "$REPO" "$@"
 INNER

@@ -310,7 +310,7 @@ WATCH+=("$TB/run/slurmctld.pid")
 wait_for 30 slurmctld bash -c "scontrol ping | grep -q 'is UP'"
 for n in "${NODES[@]}"; do
   mkdir -p "$TB/state/d/$n"
-  slurmd -N "$n"
+  slurmd -N "$n" || die "slurmd $n did not start: $(tail -n 3 "$TB/log/slurmd-$n.log" 2>/dev/null)"
 done
 nodes_up() { ! sinfo -h -N -o '%T' | grep -qvE '^(idle|mixed|allocated|completing)$'; }
 wait_for 120 "all nodes up" nodes_up
