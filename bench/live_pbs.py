@@ -34,7 +34,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from live_slurm import TOKEN, TRACE, BenchJob, figures, print_table, sh, workload
+from live_slurm import (
+    TOKEN,
+    TRACE,
+    BenchJob,
+    figures,
+    print_table,
+    sh,
+    submit_paced,
+    workload,
+)
 from live_slurm import USERS as SLURM_USERS
 
 from cpsched.cli.local_service import LocalService, free_port, write_config
@@ -151,22 +160,11 @@ def run_once(name: str, jobs: list[BenchJob], work: Path, outage_s: float) -> di
         qsub(USERS[i % len(USERS)], ["-h", "-N", f"mine{i}", "-l", "select=1:ncpus=1"], 5)
         for i in range(USER_HELD)
     ]
-    t0 = time.monotonic()
-    ids: set[str] = set()
-    outage_at = jobs[-1].submit * 2 / 3
-    outage_done = service is None
-    for job in jobs:
-        while time.monotonic() - t0 < job.submit:
-            if not outage_done and time.monotonic() - t0 >= outage_at:
-                assert service is not None
-                print(f"  [{name}] service stopped for {outage_s:g} s", file=sys.stderr)
-                service.stop()
-                time.sleep(outage_s)
-                service.start()
-                outage_done = True
-            time.sleep(0.05)
-        ids.add(qsub(job.user, qsub_options(job), job.run))
-    print(f"  [{name}] {len(ids)} jobs submitted", file=sys.stderr)
+    ids = set(
+        submit_paced(
+            name, jobs, lambda job: qsub(job.user, qsub_options(job), job.run), service, outage_s
+        )
+    )
     deadline = time.monotonic() + 3600
     while time.monotonic() < deadline:
         states = all_jobs()

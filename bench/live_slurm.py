@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -162,6 +163,34 @@ def submit(job: BenchJob, partition: str) -> str:
         "--wrap", f"sleep {job.run}",
     )  # fmt: skip
     return out.strip().split(";")[0]
+
+
+def submit_paced(
+    name: str,
+    jobs: list[BenchJob],
+    submit_one: Callable[[BenchJob], str],
+    service: LocalService | None,
+    outage_s: float,
+) -> dict[str, BenchJob]:
+    """Submit each job at its time (seconds from now), stopping ``service`` for
+    ``outage_s`` two thirds through the submissions; the jobs by the ids they got."""
+    t0 = time.monotonic()
+    ids: dict[str, BenchJob] = {}
+    outage_at = jobs[-1].submit * 2 / 3
+    outage_done = service is None
+    for job in jobs:
+        while time.monotonic() - t0 < job.submit:
+            if not outage_done and time.monotonic() - t0 >= outage_at:
+                assert service is not None
+                print(f"  [{name}] service stopped for {outage_s:g} s", file=sys.stderr)
+                service.stop()
+                time.sleep(outage_s)
+                service.start()
+                outage_done = True
+            time.sleep(0.05)
+        ids[submit_one(job)] = job
+    print(f"  [{name}] {len(ids)} jobs submitted", file=sys.stderr)
+    return ids
 
 
 def rpc_counts() -> dict[str, int]:
@@ -355,21 +384,7 @@ def run_once(
         runner = threading.Thread(target=bridge.run, kwargs={"stop": stop.is_set}, daemon=True)
         runner.start()
     t0 = time.monotonic()
-    ids: dict[str, BenchJob] = {}
-    outage_at = jobs[-1].submit * 2 / 3
-    outage_done = service is None
-    for job in jobs:
-        while time.monotonic() - t0 < job.submit:
-            if not outage_done and time.monotonic() - t0 >= outage_at:
-                assert service is not None
-                print(f"  [{name}] service stopped for {outage_s:g} s", file=sys.stderr)
-                service.stop()
-                time.sleep(outage_s)
-                service.start()
-                outage_done = True
-            time.sleep(0.05)
-        ids[submit(job, partition)] = job
-    print(f"  [{name}] {len(ids)} jobs submitted", file=sys.stderr)
+    ids = submit_paced(name, jobs, lambda job: submit(job, partition), service, outage_s)
     (state_dir / "jobs.json").write_text(json.dumps(sorted(ids)))  # for --analyse
     deadline = time.monotonic() + 3600
     while time.monotonic() < deadline:
