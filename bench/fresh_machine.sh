@@ -30,7 +30,8 @@ server_counters() {
     "select sum(sessions) from pg_stat_database" 2>/dev/null || echo "unreachable")
   my=$(mariadb -h 127.0.0.1 -u root -N -e "show global status like 'Connections'" \
     2>/dev/null | cut -f2 || echo "unreachable")
-  echo "machine's PostgreSQL sessions: $pg; machine's MariaDB connections: $my"
+  echo "machine's PostgreSQL sessions: $pg; machine's MariaDB connections: $my" \
+    "(this reading adds one to each)"
 }
 
 elapsed() { echo "$(( $(date +%s) - $1 )) s"; }
