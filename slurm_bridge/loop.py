@@ -305,8 +305,9 @@ class Bridge:
             released.append(job.id)
         if released or not self.book.fallback_active:
             log.warning(
-                "service unavailable: jobs handed to Slurm's scheduler (fallback=release)",
-                extra={"jobs": len(released)},
+                "service unavailable: jobs handed to the workload manager's own scheduler "
+                "(fallback=release)",
+                extra={"jobs": len(released), "backend": self.backend.name},
             )
             self.audit.record(state.time, "fallback", mode="release", released=released)
         self.book.fallback_active = True
