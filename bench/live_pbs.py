@@ -14,9 +14,11 @@ submissions spread over ten minutes) three times, one run after the other:
   thirds through (fallback "release" after 20 s).
 
 Jobs of 1-4 cpus are one chunk, larger ones one chunk per cpu (PBS spreads them over
-vnodes), every 7th even-sized one two chunks on two vnodes (``place=vscatter``), every
-10th a GPU job in gpuq. Three more jobs per run are held by their users (``qsub -h``)
-and must never start. Prints one table and writes the figures as JSON. Asserts nothing.
+vnodes), every 7th even-sized one of 2-8 cpus two chunks on two vnodes
+(``place=vscatter``; larger two-node jobs are spread like the others: a chunk must fit a
+4-cpu vnode), every 10th a GPU job in gpuq. Three more jobs per run are held by their
+users (``qsub -h``) and must never start. Prints one table and writes the figures as
+JSON. Asserts nothing.
 
     tests/slurm_bridge/pbs_testbed/pbs-run.sh python bench/live_pbs.py --out /tmp/pbs.json
 """
@@ -73,7 +75,7 @@ def qsub_options(job: BenchJob) -> list[str]:
     options = ["-N", f"kth{job.index}", "-l", f"walltime={walltime}"]
     if job.gpu:
         return [*options, "-q", "gpuq", "-l", f"select=1:ncpus={job.cpus}:ngpus=1"]
-    if job.two_nodes:
+    if job.two_nodes and job.cpus // 2 <= 4:
         half = job.cpus // 2
         return [*options, "-l", f"select=2:ncpus={half}", "-l", "place=vscatter"]
     if job.cpus <= 4:
@@ -222,7 +224,8 @@ def main() -> None:
         job.user = USERS[SLURM_USERS.index(job.user)]  # the same four users, PBS's own
     print(
         f"{len(jobs)} KTH jobs from line {args.start}: {sum(j.cpus > 4 for j in jobs)} over "
-        f"4 cpus, {sum(j.gpu for j in jobs)} GPU, {sum(j.two_nodes for j in jobs)} two-vnode",
+        f"4 cpus, {sum(j.gpu for j in jobs)} GPU, "
+        f"{sum(j.two_nodes and j.cpus <= 8 for j in jobs)} two-vnode",
         file=sys.stderr,
     )
     ensure_users()
