@@ -11,6 +11,7 @@ If it cannot start, ``slurm`` tests fail when ``CI`` is set and are skipped othe
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -59,10 +60,14 @@ def free_port_block(size: int) -> int:
     """A first port such that ``size`` consecutive ports are free (slurmd ports).
 
     Each xdist worker scans its own range: two workers' test beds start at once, and a
-    block both found free before either bound it was taken twice (seen in CI)."""
+    block both found free before either bound it was taken twice (seen in CI). Within it
+    the scan starts at a random block: two test runs on one machine (a second clone's
+    CI) share the workers' names, and took the same block at once (seen)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     first = 17100 + 2000 * (int(worker) if worker.isdigit() else 0)
-    for base in range(first, first + 2000, 37):
+    blocks = list(range(first, first + 2000 - size, 37))
+    offset = random.randrange(len(blocks))
+    for base in blocks[offset:] + blocks[:offset]:
         ok = True
         for port in range(base, base + size):
             with socket.socket() as sock:
