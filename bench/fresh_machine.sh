@@ -48,6 +48,8 @@ server_counters
 unshare --mount --propagation private -- bash -s "$ROOT" "$REPO" "$SHARED" <<'INNER'
 set -euo pipefail
 ROOT=$1 REPO=$2 SHARED=$3
+# Its / a mount point, as a booted machine's is (unshare --propagation needs one).
+mount --bind "$ROOT" "$ROOT"
 mount -t proc proc "$ROOT/proc"
 mount --rbind /sys "$ROOT/sys"  # with its cgroup file system, as a booted machine has
 mount --rbind /dev "$ROOT/dev"
