@@ -38,13 +38,13 @@ from typing import Any
 
 from live_slurm import (
     TOKEN,
-    TRACE,
     BenchJob,
     figures,
     print_table,
     sh,
     submit_paced,
     workload,
+    workload_arguments,
 )
 from live_slurm import USERS as SLURM_USERS
 
@@ -209,12 +209,7 @@ def run_once(name: str, jobs: list[BenchJob], work: Path, outage_s: float) -> di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", type=Path, default=TRACE)
-    parser.add_argument("--start", type=int, default=20000, help="first trace line used")
-    parser.add_argument("--jobs", type=int, default=150)
-    parser.add_argument("--span", type=float, default=600.0, help="submission span, seconds")
-    parser.add_argument("--runs", default="pbs,easy,default")
-    parser.add_argument("--outage", type=float, default=60.0)
+    workload_arguments(parser, "pbs,easy,default")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if os.geteuid() != 0:

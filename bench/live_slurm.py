@@ -463,14 +463,19 @@ def print_table(results: list[dict[str, float | str]]) -> None:
         print(f"{key:26}" + "".join(cells))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def workload_arguments(parser: argparse.ArgumentParser, runs: str) -> None:
+    """The options every live benchmark shares: the workload, the runs, the outage."""
     parser.add_argument("--trace", type=Path, default=TRACE)
     parser.add_argument("--start", type=int, default=20000, help="first trace line used")
     parser.add_argument("--jobs", type=int, default=150)
     parser.add_argument("--span", type=float, default=600.0, help="submission span, seconds")
-    parser.add_argument("--runs", default="slurm,easy,default")
+    parser.add_argument("--runs", default=runs)
     parser.add_argument("--outage", type=float, default=60.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    workload_arguments(parser, "slurm,easy,default")
     parser.add_argument(
         "--threads", type=int, default=1, help="hardware threads per core of every node"
     )
