@@ -8,7 +8,9 @@ p95 and max wait, long-job (> 5 h) mean wait, killed jobs, fallbacks, the replay
 time, and the ratios to ``today`` (EASY on the users' requested times). A replay whose
 ``summary.json`` exists under ``--out`` is not run again, so a long table can be built
 over several sittings; delete a run's directory to run it again. ``--cached`` runs nothing
-and tabulates what is there ("not run" for the rest).
+and tabulates what is there ("not run" for the rest). A second table compares each run
+with ``today`` job by job (``cpsched.replay.job_by_job``): the share of jobs starting
+earlier, at the same time and later (by more than 1 h, 1 day), p99 and max wait.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from cpsched.replay.job_by_job import Waits, job_by_job
+from cpsched.replay.job_by_job import to_markdown as job_by_job_markdown
 from cpsched.replay.runner import ReplaySettings, run_replay
 from cpsched.runtime.policy import Policy
 
@@ -80,20 +84,29 @@ def value(summary: dict[str, object] | None, key: str) -> float | None:
     return node if isinstance(node, int | float) else None
 
 
+def run_directory(trace: str, run: str, out: Path) -> Path | None:
+    """Where ``run``'s replay of ``trace`` is under ``out``: its own directory, or that of
+    a run with the same policy (a heuristic replay is deterministic); None if not run."""
+    if (out / trace / run / "summary.json").exists():
+        return out / trace / run
+    policy = RUNS[run]()
+    for other, make in RUNS.items():
+        twin = out / trace / other
+        if other != run and make() == policy and (twin / "summary.json").exists():
+            return twin
+    return None
+
+
 def replay(
     trace: str, run: str, out: Path, traces: Path, *, cached: bool = False
 ) -> dict[str, object] | None:
     target = out / trace / run
-    done = target / "summary.json"
-    if done.exists():
-        return json.loads(done.read_text())
+    done = run_directory(trace, run, out)
+    if done is not None:
+        if done != target:
+            print(f"  {trace} · {run}: the same policy as {done.name}", flush=True)
+        return json.loads((done / "summary.json").read_text())
     policy = RUNS[run]()
-    for other, make in RUNS.items():
-        twin = out / trace / other / "summary.json"
-        if other != run and make() == policy and twin.exists():
-            # The same policy on the same trace: a heuristic replay is deterministic.
-            print(f"  {trace} · {run}: the same policy as {other}", flush=True)
-            return json.loads(twin.read_text())
     if cached:
         return None
     file, system, jobs = TRACE_FILES[trace]
@@ -159,6 +172,18 @@ def main() -> None:
             run: replay(trace, run, args.out, args.trace_dir, cached=args.cached) for run in runs
         }
     print(table(results))
+    for trace in traces:
+        today = run_directory(trace, "today", args.out)
+        others = {run: run_directory(trace, run, args.out) for run in runs if run != "today"}
+        if today is None:
+            continue
+        baseline = Waits.read(today / "jobs.parquet")
+        by_job = {
+            run: job_by_job(Waits.read(where / "jobs.parquet"), baseline)
+            for run, where in others.items()
+            if where is not None
+        }
+        print(f"\n### {trace}\n\n" + job_by_job_markdown(by_job))
 
 
 if __name__ == "__main__":

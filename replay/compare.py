@@ -14,7 +14,9 @@ from cpsched.replay.compare_plots import (
     write_comparison_plots,
 )
 from cpsched.replay.compare_table import comparison_rows, to_markdown, write_csv
-from cpsched.replay.outputs import atomic_target, output_directory
+from cpsched.replay.job_by_job import Waits, job_by_job
+from cpsched.replay.job_by_job import to_markdown as job_by_job_markdown
+from cpsched.replay.outputs import atomic_target, output_directory, write_json
 from cpsched.replay.runner import ReplaySettings, simulate, write_replay
 from cpsched.runtime.policy import Policy
 
@@ -28,7 +30,8 @@ def compare_policies(
     base: ReplaySettings, policies: Mapping[str, Policy], *, workers: int = 2
 ) -> str:
     """Replay ``base.trace`` with each policy into ``base.out/<label>``; write
-    ``comparison.md`` and ``comparison.csv`` there and return the Markdown table.
+    ``comparison.md``, ``comparison.csv`` and ``job_by_job.json`` (each run against
+    ``today`` job by job: :mod:`cpsched.replay.job_by_job`) there and return the Markdown.
 
     ``today`` (EASY on the users' requested times: what Slurm and PBS essentially do) is
     always among the runs, and every ratio in the table is to it.
@@ -42,6 +45,12 @@ def compare_policies(
         results = dict(zip(runs, pool.map(replay_with_queue, settings), strict=True))
     summaries = {label: summary for label, (summary, _) in results.items()}
     rows = comparison_rows(summaries, baseline=BASELINE)
+    baseline = Waits.read(base.out / BASELINE / "jobs.parquet")
+    against_today = {
+        label: job_by_job(Waits.read(base.out / label / "jobs.parquet"), baseline)
+        for label in runs
+        if label != BASELINE
+    }
     charts = ""
     if base.plots:
         curves = {label: curve for label, (_, curve) in results.items()}
@@ -52,6 +61,8 @@ def compare_policies(
         "(EASY on the users' requested times).\n\n"
         + to_markdown(rows)
         + "\n"
+        + job_by_job_markdown(against_today, BASELINE)
+        + "\n"
         + "\n".join(f"* {label}: {describe(policy)}" for label, policy in runs.items())
         + "\n"
         + charts
@@ -60,6 +71,7 @@ def compare_policies(
     with atomic_target(base.out / "comparison.md") as tmp:
         tmp.write_text(markdown)
     write_csv(rows, base.out / "comparison.csv")
+    write_json(against_today, base.out / "job_by_job.json")
     return markdown
 
 

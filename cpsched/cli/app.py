@@ -211,7 +211,10 @@ def compare(
     typer.echo(markdown)
     _report_bad_lines(trace, json.loads((out / BASELINE / "summary.json").read_text()))
     charts = f" (with its charts, {out}/compare_*.png)" if plots else ""
-    console.print(f"tables → {out / 'comparison.md'}{charts}, {out / 'comparison.csv'}")
+    console.print(
+        f"tables → {out / 'comparison.md'}{charts}, {out / 'comparison.csv'}, "
+        f"{out / 'job_by_job.json'}"
+    )
 
 
 def _report_bad_lines(trace: Path, summary: dict[str, Any]) -> None:

@@ -109,6 +109,12 @@ def test_compare_shows_today_easy_plus_plus_default_and_the_oracle_by_default(
     easy_plus_plus = json.loads((out / "easy++" / "summary.json").read_text())
     assert easy_plus_plus["settings"]["policy"]["predictor"] == "last-two"
     assert easy_plus_plus["settings"]["policy"]["backfill_order"] == "shortest"
+    # Job by job against today: every other run, its shares adding up to all jobs.
+    assert "Job by job against today" in table
+    by_job = json.loads((out / "job_by_job.json").read_text())
+    assert set(by_job) == {"easy++", "default", "oracle"}
+    for run in by_job.values():
+        assert run["earlier"] + run["same"] + run["later"] == pytest.approx(1)
 
 
 def test_compare_runs_dispatchers_on_the_given_policy_and_adds_today(small_trace, tmp_path):
