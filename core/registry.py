@@ -42,6 +42,12 @@ CP_DISPATCHERS: dict[str, str] = {
 DISPATCHERS = (*HEURISTICS, *CP_DISPATCHERS)
 """Every dispatcher's name: adding one here (and its module) is all a new policy needs."""
 
+FALLBACK = ("easy", "best-fit")
+"""The heuristic (dispatcher, allocator) that answers when a dispatcher cannot in time."""
+FALLBACK_DEPTH = 500
+"""Queued jobs the fallback considers per call, in queue order (Slurm's bf_max_job_test
+plays the same part): its answer stays quick on any queue."""
+
 
 def is_cp(name: str) -> bool:
     """Whether ``name`` is a CP dispatcher (it solves models with OR-Tools)."""
@@ -71,6 +77,7 @@ def make_dispatcher(
     queue_order: QueueOrder = "cpsched",
     queue_depth: int | None = None,
     split_wait: int = SPLIT_WAIT_S,
+    fallback: Dispatcher | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -85,11 +92,21 @@ def make_dispatcher(
     CP dispatchers take it from ``model``). ``queue_depth`` bounds the jobs a heuristic
     considers per call (None: all; the CP dispatchers bound theirs by their window).
     ``split_wait`` is how long a block job may wait for a split that cannot drift
-    (:mod:`cpsched.core.steady_blocks`).
+    (:mod:`cpsched.core.steady_blocks`). ``fallback`` is what a CP dispatcher answers
+    with when its search has none in time (default: :func:`make_fallback` with these
+    settings and ``state``); the heuristics have none.
     """
     dispatcher: Dispatcher
     state = state if state is not None else DispatcherState()  # its parts are shared below
     if name in CP_DISPATCHERS:
+        if fallback is None:
+            fallback = make_fallback(
+                state=state,
+                plan=plan,
+                backfill_order=backfill_order,
+                queue_order=queue_order,
+                split_wait=split_wait,
+            )
         # Imported here: OR-Tools is heavy, and heuristic-only callers never need it.
         from cpsched.core.cp import make_cp_dispatcher
 
@@ -102,6 +119,7 @@ def make_dispatcher(
             node_symmetry=node_symmetry,
             state=state,
             split_wait=split_wait,
+            fallback=fallback,
         )
         dispatcher = with_allocator_context(cp, cp.allocator)
     elif name in HEURISTICS:
@@ -128,6 +146,40 @@ def make_dispatcher(
     # nodes where it cannot drift (or marked may_drift once they waited); then the site's
     # rules: ineligible jobs out, every start checked against them.
     dispatcher = SiteRulesDispatcher(SteadyStarts(dispatcher, state.split_waits, split_wait))
+    return corrected(dispatcher, correction)
+
+
+def corrected(dispatcher: Dispatcher, correction: CorrectionPolicy | None) -> Dispatcher:
+    """``dispatcher`` adding walltime-extension directives to its decisions, if any."""
     if correction is not None and correction.kind != "off":
-        dispatcher = CorrectingDispatcher(dispatcher, correction)
+        return CorrectingDispatcher(dispatcher, correction)
     return dispatcher
+
+
+def make_fallback(
+    *,
+    state: DispatcherState,
+    plan: bool = True,
+    backfill_order: BackfillOrder = "queue",
+    queue_order: QueueOrder = "cpsched",
+    depth: int | None = FALLBACK_DEPTH,
+    split_wait: int = SPLIT_WAIT_S,
+) -> Dispatcher:
+    """The heuristic that answers when a dispatcher cannot in time (:data:`FALLBACK`),
+    with the dispatcher's settings and its ``state`` (the jobs waiting for a steady
+    split): one object, handed to a CP dispatcher (which answers with it when its search
+    has none, seeds its hint and fills with it) and to the service (which answers with
+    it when the dispatcher misses the deadline). ``plan`` as the dispatcher's (its
+    planned starts are the answer's when it answers); no corrections: the caller adds
+    them (:func:`corrected`)."""
+    dispatcher, allocator = FALLBACK
+    return make_dispatcher(
+        dispatcher,
+        allocator,
+        plan=plan,
+        state=state,
+        backfill_order=backfill_order,
+        queue_order=queue_order,
+        queue_depth=depth,
+        split_wait=split_wait,
+    )

@@ -23,7 +23,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from cpsched.core.allocators import make_allocator
 from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.heuristics import BackfillOrder, QueueOrder
-from cpsched.core.registry import DISPATCHERS, is_cp, make_dispatcher
+from cpsched.core.registry import (
+    DISPATCHERS,
+    FALLBACK_DEPTH,
+    corrected,
+    is_cp,
+    make_dispatcher,
+    make_fallback,
+)
+from cpsched.core.search_defaults import (
+    DEADLINE_S,
+    FIRST_RESTART_S,
+    PATIENCE,
+    RESTART_GROWTH_CAP,
+)
+from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS, make_predictor
@@ -32,7 +46,6 @@ from cpsched.runtime.overrun import OverrunRule
 if TYPE_CHECKING:
     from cpsched.core.cp import ModelConfig, SearchConfig
     from cpsched.core.dispatcher import Dispatcher
-    from cpsched.core.state import DispatcherState
     from cpsched.predictor.base import Predictor
 
 if TYPE_CHECKING:
@@ -51,12 +64,6 @@ LIMITS: tuple[str, ...] = get_args(LimitPolicy)
 
 DEFAULT_CORRECTION_CAP = 7 * 86400
 """Cap of walltime extensions when neither the policy nor the system sets one: a week."""
-
-RESTART_GROWTH_CAP = 16
-"""The CP search's restart limits double from ``cp_limit`` up to this many times it."""
-
-FALLBACK = ("easy", "best-fit")
-"""The heuristic (dispatcher, allocator) that answers when a dispatcher cannot in time."""
 
 
 NAMED_POLICIES: dict[str, dict[str, Any]] = {
@@ -169,7 +176,7 @@ class Policy(BaseModel):
         "the system's maximum time limit, else a week.",
     )
     deadline: float = Field(
-        0.2,
+        DEADLINE_S,
         gt=0,
         le=600,
         description="Seconds per call: the service answers within it, from the request's "
@@ -177,17 +184,19 @@ class Policy(BaseModel):
         "a replay gives it all to the dispatcher. Then the fallback answers.",
     )
     fallback_depth: int = Field(
-        500,
+        FALLBACK_DEPTH,
         ge=0,
         description="The fallback (EASY) considers at most this many queued jobs per call, "
         "in queue order, like Slurm's bf_max_job_test, so that its answer is quick on any "
         "queue; 0: all of them.",
     )
     cp_limit: float = Field(
-        0.02, gt=0, description="CP: the first restart's time limit (doubles up to 16 times it)."
+        FIRST_RESTART_S,
+        gt=0,
+        description="CP: the first restart's time limit (doubles up to 16 times it).",
     )
     cp_patience: int = Field(
-        1, ge=1, description="CP: stop after this many runs without improvement."
+        PATIENCE, ge=1, description="CP: stop after this many runs without improvement."
     )
     cp_deterministic: bool = Field(
         False, description="CP: limit searches by solver work, not wall time (reproducible)."
@@ -307,10 +316,6 @@ class Policy(BaseModel):
             num_workers=self.cp_workers,
             reuse=self.cp_reuse,
             search_size_cap=self.cp_search_cap,
-            fallback=FALLBACK[0],
-            fallback_allocator=FALLBACK[1],
-            fallback_queue_order=self.priority,
-            fallback_depth=self.fallback_depth or None,
             **effort,
         )
 
@@ -328,23 +333,37 @@ class Policy(BaseModel):
             site_order=self.priority == "site",
         )
 
-    def make_dispatcher(
+    def make_dispatchers(
         self,
         *,
         plan: bool = True,
         system_cap: int | None = None,
         state: DispatcherState | None = None,
-    ) -> Dispatcher:
-        """The configured dispatcher, with its walltime-correction directives.
+    ) -> tuple[Dispatcher, Dispatcher]:
+        """The configured dispatcher and its fallback, built once with every setting and
+        sharing ``state`` (what they learn between calls, kept by the caller).
 
-        ``plan=False`` lets a heuristic skip planned starts nobody reads (replays);
-        ``state`` is what it learns between calls, kept by the caller.
-        """
-        return make_dispatcher(
+        The fallback (EASY, best-fit, at most ``fallback_depth`` jobs, the policy's
+        backfill order, queue order and split wait) is one object: a CP dispatcher
+        answers with it when its search has none in time, seeds its hint with it and
+        fills with it; the service answers with it when the dispatcher misses the
+        deadline. ``plan=False`` lets the heuristics skip planned starts nobody reads
+        (replays)."""
+        state = state if state is not None else DispatcherState()
+        correction = self.correction_policy(system_cap)
+        fallback = make_fallback(
+            state=state,
+            plan=plan,
+            backfill_order=self.backfill_order,
+            queue_order=self.priority,
+            depth=self.fallback_depth or None,
+            split_wait=self.split_wait,
+        )
+        dispatcher = make_dispatcher(
             self.dispatcher,
             self.allocator,
             plan=plan,
-            correction=self.correction_policy(system_cap),
+            correction=correction,
             search=self.search_config(),
             model=self.model_settings(),
             merge_running=self.cp_merge_running,
@@ -354,25 +373,26 @@ class Policy(BaseModel):
             backfill_depth=self.backfill_depth,
             queue_order=self.priority,
             split_wait=self.split_wait,
+            fallback=fallback,
         )
+        return dispatcher, corrected(fallback, correction)
+
+    def make_dispatcher(
+        self,
+        *,
+        plan: bool = True,
+        system_cap: int | None = None,
+        state: DispatcherState | None = None,
+    ) -> Dispatcher:
+        """The configured dispatcher (:meth:`make_dispatchers`' first)."""
+        return self.make_dispatchers(plan=plan, system_cap=system_cap, state=state)[0]
 
     def make_fallback(
         self, *, system_cap: int | None = None, state: DispatcherState | None = None
     ) -> Dispatcher:
-        """The heuristic that answers when the configured dispatcher cannot in time
-        (sharing ``state`` with the dispatcher: the jobs waiting for a steady split)."""
-        dispatcher, allocator = FALLBACK
-        return make_dispatcher(
-            dispatcher,
-            allocator,
-            plan=False,
-            correction=self.correction_policy(system_cap),
-            backfill_order=self.backfill_order,
-            queue_order=self.priority,
-            queue_depth=self.fallback_depth or None,
-            split_wait=self.split_wait,
-            state=state,
-        )
+        """The heuristic answering when the dispatcher cannot in time, with its
+        corrections (:meth:`make_dispatchers`' second)."""
+        return self.make_dispatchers(system_cap=system_cap, state=state)[1]
 
     def make_predictor(
         self, *, background: bool = False, run_times: Mapping[str, int] | None = None

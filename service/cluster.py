@@ -42,8 +42,8 @@ def build_dispatchers(
     policy: Policy, state: DispatcherState | None = None
 ) -> tuple[Dispatcher, Dispatcher]:
     """The configured dispatcher (learning into ``state``) and the heuristic answering
-    when it cannot in time."""
-    return policy.make_dispatcher(plan=True, state=state), policy.make_fallback(state=state)
+    when it cannot in time: the same object a CP dispatcher falls back on."""
+    return policy.make_dispatchers(plan=True, state=state)
 
 
 Finished = tuple[Job, int, int, str]

@@ -17,6 +17,7 @@ from cpsched.core.cp.pcp3 import PCP3Dispatcher
 from cpsched.core.cp.pcp20 import PCP20Dispatcher
 from cpsched.core.cp.prepare import ModelConfig
 from cpsched.core.cp.search import SearchConfig
+from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.registry import CP_DISPATCHERS, make_placer
 from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S
@@ -36,6 +37,7 @@ def make_cp_dispatcher(
     node_symmetry: bool = False,
     state: DispatcherState | None = None,
     split_wait: int = SPLIT_WAIT_S,
+    fallback: Dispatcher | None = None,
 ) -> CPDispatcher:
     """The CP dispatcher registered as ``name``, allocating with ``allocator``.
 
@@ -43,7 +45,7 @@ def make_cp_dispatcher(
     ``merge_running=False`` (PCP'20 only) keeps one running rectangle per node,
     ``node_symmetry`` (PCP3 only) breaks the symmetry of identical nodes; ``state`` is
     what it learns between calls (its caller keeps it; default: a fresh one);
-    ``split_wait`` as :func:`cpsched.core.registry.make_dispatcher`'s.
+    ``split_wait`` and ``fallback`` as :func:`cpsched.core.registry.make_dispatcher`'s.
     """
     if name not in CP_DISPATCHERS:
         raise UnknownPolicyError("CP dispatcher", name, CP_DISPATCHERS)
@@ -64,7 +66,7 @@ def make_cp_dispatcher(
         options["node_symmetry"] = True
     placer = make_placer(allocator, state, split_wait)
     build: Callable[..., CPDispatcher] = kind  # the subclasses take their own options
-    return build(placer, search, model, state=state, **options)
+    return build(placer, search, model, state=state, fallback=fallback, **options)
 
 
 __all__ = [

@@ -37,7 +37,6 @@ from cpsched.core.cp.search import (
     Clock,
     SearchConfig,
     SearchOutcome,
-    make_fallback,
     solve_with_restarts,
 )
 from cpsched.core.dispatcher import Dispatcher
@@ -114,7 +113,6 @@ class CPDispatcher:
         self.allocator = allocator if allocator is not None else BestFit()
         self.search = search if search is not None else SearchConfig()
         self.model = model if model is not None else ModelConfig()
-        self.fallback = fallback if fallback is not None else make_fallback(self.search)
         self.clock = clock if clock is not None else self.search.clock
         self.state = state if state is not None else DispatcherState()
         """What this dispatcher learns between calls (its caller's): the time kept for
@@ -127,6 +125,13 @@ class CPDispatcher:
         can be from a smaller call. On a large queue where EASY's planning is slow this
         can hold back up to half the deadline from the search: accepted, since a late
         answer is worse."""
+        if fallback is None:
+            from cpsched.core.registry import make_fallback  # the registry imports this module
+
+            fallback = make_fallback(state=self.state)
+        self.fallback = fallback
+        """The heuristic computed first on every call: its decision is the answer when the
+        search has none in time, its plan a hint, and it fills what the plan leaves idle."""
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
         """The steps every CP dispatcher shares; the model-specific ones are the hooks

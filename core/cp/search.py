@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from cpsched.core.dispatcher import Dispatcher
+from cpsched.core.search_defaults import (
+    DEADLINE_S,
+    FIRST_RESTART_S,
+    PATIENCE,
+    RESTART_GROWTH_CAP,
+)
 from cpsched.errors import ConfigError
 
 Clock = Callable[[], float]
@@ -43,13 +48,13 @@ PRESOLVE_EFFORT = (
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
-    """Search parameters; the restart ones are the papers' (δ = 1 s, ×2, δ_max = 16 s, k = 2).
+    """Search parameters. The defaults are the product's (:mod:`cpsched.core.search_defaults`,
+    which the policy reads too): the papers' restarts (×2 up to 16 times the first limit)
+    scaled to a 0.2 s deadline, first limit 0.02 s, patience 1 (the papers': δ = 1 s,
+    δ_max = 16 s, k = 2, for 2 s deadlines).
 
     * ``deadline`` — hard per-call budget in seconds, from the start of ``decide`` (the
-      fallback heuristic, preparation and model building count). 2 s by default: enough
-      for the pooled model to converge on Eurora-sized queues (it is usually optimal in
-      well under 1 s), short enough for an on-line scheduler woken on every event. It
-      caps the papers' δ_max: with these defaults there are at most two runs.
+      fallback heuristic, preparation and model building count). It caps δ_max.
     * ``improve`` — keep restarting after the first solution (step 4); off: stop at once.
     * ``margin`` — seconds kept back from the deadline for the work after the search
       (allocation, building the decision: ~1 ms for 100 jobs on 64 nodes) and for
@@ -64,8 +69,6 @@ class SearchConfig:
       one unit took 3-4 s of wall time on a 2-core machine, so scale ``initial_limit``
       and ``max_limit`` down (the tests use 0.1 and 1.6). The wall deadline still applies
       as a safety net; a run is reproducible as long as it does not hit it.
-    * ``fallback``, ``fallback_allocator`` — the heuristic dispatcher computed first on
-      every call, whose decision is returned when the solver has none (EASY, best-fit).
     * ``presolve_iterations``, ``probing_level``, ``symmetry_level``,
       ``presolve_probing_dtime`` — CP-SAT's presolve effort (``max_presolve_iterations``,
       ``cp_model_probing_level``, ``symmetry_level``,
@@ -77,23 +80,17 @@ class SearchConfig:
       only clock the dispatch core reads.
     """
 
-    initial_limit: float = 1.0
+    initial_limit: float = FIRST_RESTART_S
     growth: float = 2.0
-    max_limit: float = 16.0
-    patience: int = 2
-    deadline: float = 2.0
+    max_limit: float = RESTART_GROWTH_CAP * FIRST_RESTART_S
+    patience: int = PATIENCE
+    deadline: float = DEADLINE_S
     margin: float = 0.03
     improve: bool = True
     min_run: float = 0.005
     num_workers: int = 1
     random_seed: int = 0
     deterministic: bool = False
-    fallback: str = "easy"
-    fallback_allocator: str = "best-fit"
-    fallback_queue_order: str = "cpsched"
-    """The fallback's queue order (``cpsched`` or ``site``), as the policy's."""
-    fallback_depth: int | None = None
-    """The jobs the fallback considers per call, in its queue order (None: all)."""
     presolve: bool | None = None
     """CP-SAT's presolve; None: the dispatcher's default (on for HCP3; off for PCP3, whose
     node-level models it slows down more than it helps — measured on KTH)."""
@@ -147,23 +144,6 @@ class SearchConfig:
             )
         if problems:
             raise ConfigError("invalid search config: " + "; ".join(problems))
-
-
-def make_fallback(config: SearchConfig) -> Dispatcher:
-    """The heuristic dispatcher ``config`` names. Imported here, not at module level:
-    the registry will import the CP package to register its dispatchers."""
-    from cpsched.core.heuristics import QueueOrder
-    from cpsched.core.registry import is_cp, make_dispatcher  # a cycle at module level
-
-    if is_cp(config.fallback):
-        raise ConfigError(f"the fallback must be a heuristic dispatcher, got {config.fallback!r}")
-    order: QueueOrder = "site" if config.fallback_queue_order == "site" else "cpsched"
-    return make_dispatcher(
-        config.fallback,
-        config.fallback_allocator,
-        queue_order=order,
-        queue_depth=config.fallback_depth,
-    )
 
 
 @dataclass(frozen=True, slots=True)

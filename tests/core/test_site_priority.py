@@ -4,6 +4,7 @@ dispatchers fill their window in its order."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from cpsched.core import make_dispatcher, make_snapshot
 from cpsched.core.cp import ModelConfig, SearchConfig
@@ -47,9 +48,13 @@ def test_a_cp_window_takes_the_sites_order():
     # A window of one job: the site's top job is the one modelled and started.
     queue = [prioritised(f"j{i}", 10 - i if i == 3 else 0, submit=i, units=1) for i in range(5)]
     snap = make_snapshot(10, ("cpu",), nodes(1), [], queue)
-    search = SearchConfig(deterministic=True, deadline=5.0, fallback_queue_order="site")
+    search = SearchConfig(deterministic=True, deadline=5.0)
     chosen = make_dispatcher(
-        "hcp3", "best-fit", search=search, model=ModelConfig(window=1, site_order=True)
+        "hcp3",
+        "best-fit",
+        search=search,
+        model=ModelConfig(window=1, site_order=True),
+        queue_order="site",  # its fallback's order
     ).decide(snap, limits_as_durations(snap))
     assert [s.job_id for s in chosen.starts] == ["j3"]
 
@@ -57,5 +62,6 @@ def test_a_cp_window_takes_the_sites_order():
 def test_the_policy_setting_reaches_every_part():
     site = Policy(priority="site")
     assert site.model_settings().site_order  # type: ignore[union-attr]
-    assert site.search_config().fallback_queue_order == "site"  # type: ignore[union-attr]
+    fallback: Any = site.make_fallback()
+    assert fallback.order.__name__ == "by_site_priority"
     assert not Policy().model_settings().site_order  # type: ignore[union-attr]

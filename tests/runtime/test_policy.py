@@ -7,7 +7,8 @@ from typing import Any, get_args
 
 import pytest
 
-from cpsched.core.registry import DISPATCHERS
+from cpsched.core.registry import DISPATCHERS, make_dispatcher
+from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS
 from cpsched.runtime.policy import DispatcherName, Policy, PredictorName
@@ -113,8 +114,44 @@ def test_named_policies_start_from_their_settings_and_take_changes():
 
 
 def test_the_policys_fallback_is_bounded_by_its_depth():
-    fallback = Policy(fallback_depth=7).make_fallback()
+    fallback: Any = Policy(fallback_depth=7).make_fallback()
     assert fallback.max_jobs == 7  # read through the wrappers
-    assert Policy(fallback_depth=0).make_fallback().max_jobs is None
-    search = Policy(fallback_depth=7).search_config()
-    assert search is not None and search.fallback_depth == 7
+    assert Policy(fallback_depth=0).make_fallback().max_jobs is None  # type: ignore[attr-defined]
+
+
+def test_the_default_policy_builds_one_fallback_with_every_setting():
+    state = DispatcherState()
+    dispatcher, fallback = Policy().make_dispatchers(state=state)
+    cp: Any = dispatcher
+    easy: Any = fallback
+    # One object: what the CP dispatcher answers and fills with is what the service answers.
+    assert cp.fallback is fallback
+    assert (easy.name, easy.max_jobs, easy.shortest_backfilled_first) == ("easy", 500, True)
+    assert easy.plan is True  # the service shows what the answer plans
+    assert Policy().make_dispatchers(plan=False)[1].plan is False  # type: ignore[attr-defined]
+    # One state: the jobs waiting for a steady split are the dispatcher's and the fallback's.
+    assert cp.state is state
+    assert easy.allocator.inner.waiting is state.split_waits
+    assert easy.allocator.inner.wait == Policy().split_wait
+    site: Any = Policy(priority="site", split_wait=0).make_fallback()
+    assert site.order.__name__ == "by_site_priority" and site.allocator.inner.wait == 0
+
+
+def test_a_corrected_fallback_wraps_the_same_object_the_cp_dispatcher_holds():
+    dispatcher, fallback = Policy(correction="simple").make_dispatchers()
+    cp: Any = dispatcher
+    corrected: Any = fallback
+    assert corrected.inner is cp.inner.fallback  # the service's answers get extensions
+
+
+def test_make_dispatcher_searches_with_the_products_defaults():
+    cp: Any = make_dispatcher("hcp3", "best-fit")
+    default = Policy().search_config()
+    assert default is not None
+    assert (cp.search.deadline, cp.search.initial_limit, cp.search.max_limit) == (
+        default.deadline,
+        default.initial_limit,
+        default.max_limit,
+    )
+    assert cp.search.patience == default.patience
+    assert cp.fallback.max_jobs == Policy().fallback_depth

@@ -15,7 +15,9 @@ from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
 # Reproducible runs: limited by deterministic time (short: the instances are tiny), with
 # the wall deadline far away.
-DETERMINISTIC = SearchConfig(deterministic=True, initial_limit=0.1, max_limit=1.6, deadline=60.0)
+DETERMINISTIC = SearchConfig(
+    deterministic=True, initial_limit=0.1, max_limit=1.6, patience=2, deadline=60.0
+)
 
 
 def hcp3(model=None, search=DETERMINISTIC, **kwargs):

@@ -33,7 +33,9 @@ class JumpClock:
 
 
 def dispatcher_with(kind, clock, **search):
-    config = SearchConfig(deterministic=True, initial_limit=0.1, max_limit=1.6, **search)
+    config = SearchConfig(
+        deterministic=True, initial_limit=0.1, max_limit=1.6, patience=2, **search
+    )
     config = SearchConfig(**{**_fields(config), "deadline": DEADLINE, "clock": clock})
     return KINDS[kind](BestFit(), config, NO_GUARD)
 

@@ -10,13 +10,15 @@ from hypothesis import strategies as st
 from cpsched.core import check_decision
 from cpsched.core.allocators import BestFit
 from cpsched.core.capacity import FreeCapacity, placeable_units
-from cpsched.core.cp import ModelConfig
+from cpsched.core.cp import HCP3Dispatcher, ModelConfig
 from cpsched.core.cp.fill import after_starts, fill, holds
 from cpsched.core.cp.guard import Guard
 from cpsched.core.durations import expected_end
 from cpsched.core.problem import Decision, Snapshot, Start
+from cpsched.core.registry import make_fallback
 from cpsched.core.reservation import reserve
 from cpsched.core.site import Constraints
+from cpsched.core.state import DispatcherState
 from tests.core.cp._util import DETERMINISTIC, NOW, decide, filled_starts, hcp3
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
@@ -24,7 +26,13 @@ ALWAYS_GUARD = ModelConfig(reserve_above=1.0)
 """Every call protects its highest-priority job that fits an idle machine."""
 LONGEST_WAITING = ModelConfig(reserve_above=None, reserve_after=20, site_order=True)
 """The longest-waiting job is protected; the site's priority orders the window."""
-SITE_FALLBACK = replace(DETERMINISTIC, fallback_queue_order="site")
+
+
+def site_ordered(model: ModelConfig) -> HCP3Dispatcher:
+    """HCP3 whose fallback takes the site's order, sharing its state, as a policy builds it."""
+    state = DispatcherState()
+    fallback = make_fallback(state=state, queue_order="site")
+    return hcp3(model, DETERMINISTIC, state=state, fallback=fallback)
 
 
 class Fixed:
@@ -92,7 +100,7 @@ def test_a_guarded_job_the_plan_could_not_place_is_not_pushed_back_by_the_fill()
     z = replace(job("z", unit=3, limit=100_000), priority=100)
     snap = snapshot(0, nodes(6, 6), [running(b0, 0, [(0, 1)]), running(b1, 0, [(1, 5)])], [y, x, z])
     model = ModelConfig(reserve_above=None, reserve_after=5000, site_order=True)
-    decision = decide(snap, dispatcher=hcp3(model, SITE_FALLBACK))
+    decision = decide(snap, dispatcher=site_ordered(model))
     assert "job y is protected: start by 0" in decision.diagnostics.notes
     assert [s.job_id for s in decision.starts] == ["x"]
 
@@ -132,10 +140,7 @@ def test_the_fill_keeps_capacity_and_never_delays_the_guarded_job(snap, trigger)
     still fits, beside every started job still running then, at the earliest time it
     fits beside the plan's own starts (the fill's starts come last)."""
     durations = limits_as_durations(snap)
-    if trigger == "slowdown":
-        dispatcher = hcp3(ALWAYS_GUARD)
-    else:
-        dispatcher = hcp3(LONGEST_WAITING, SITE_FALLBACK)
+    dispatcher = hcp3(ALWAYS_GUARD) if trigger == "slowdown" else site_ordered(LONGEST_WAITING)
     decision = dispatcher.decide(snap, durations)
     check_decision(snap, decision)
     notes = decision.diagnostics.notes

@@ -17,7 +17,7 @@ from cpsched.core.cp.fill import after_starts
 from cpsched.core.cp.greedy import candidate_plans, plan_objective, serial_plan
 from cpsched.core.cp.hcp3 import build_pooled_model
 from cpsched.core.problem import Start
-from cpsched.errors import ConfigError, UnknownPolicyError
+from cpsched.errors import UnknownPolicyError
 from tests.core.cp._util import DETERMINISTIC, decide, hcp3, objective, prepared_of, started
 from tests.factories import job, limits_as_durations, nodes, running, snapshot
 
@@ -49,8 +49,6 @@ def test_factory_builds_hcp3_and_rejects_unknown_names():
         make_cp_dispatcher("pcp19", "best-fit")
     with pytest.raises(UnknownPolicyError):
         make_cp_dispatcher("hcp3", "worst-fit")
-    with pytest.raises(ConfigError):
-        make_cp_dispatcher("hcp3", "best-fit", search=SearchConfig(fallback="hcp3"))
 
 
 def test_known_optimum_beats_the_greedy_priority_order():

@@ -29,7 +29,7 @@ def busy_snapshot():
     [
         {"initial_limit": 0},
         {"growth": 1.0},
-        {"max_limit": 0.5},
+        {"max_limit": 0.01},  # below the first limit
         {"patience": 0},
         {"deadline": 0},
         {"min_run": -1},
@@ -45,11 +45,12 @@ def test_search_config_is_validated(kwargs):
         SearchConfig(**kwargs)
 
 
-def test_defaults_are_the_papers_restart_parameters_on_one_worker():
+def test_defaults_are_the_products_restarts_on_one_worker():
+    # The papers' doubling restarts scaled to the product's 0.2 s deadline.
     c = SearchConfig()
-    assert (c.initial_limit, c.growth, c.max_limit, c.patience) == (1.0, 2.0, 16.0, 2)
+    assert (c.initial_limit, c.growth, c.max_limit, c.patience) == (0.02, 2.0, 0.32, 1)
+    assert c.deadline == 0.2
     assert c.num_workers == 1 and not c.deterministic
-    assert (c.fallback, c.fallback_allocator) == ("easy", "best-fit")
 
 
 class FakeClock:
@@ -95,15 +96,20 @@ def run_loop(monkeypatch, config, results, incumbent=None):
     return outcome, runs
 
 
+def papers(**changes):
+    """The papers' restarts: δ = 1 s doubling up to δ_max = 16 s, patience k = 2."""
+    return SearchConfig(initial_limit=1.0, max_limit=16.0, patience=2, **changes)
+
+
 def test_limit_doubles_while_no_solution_up_to_max_limit(monkeypatch):
-    config = SearchConfig(deadline=1000.0)
+    config = papers(deadline=1000.0)
     outcome, runs = run_loop(monkeypatch, config, itertools.repeat((cp_model.UNKNOWN, None)))
     assert [limit for limit, _ in runs] == [1.0, 2.0, 4.0, 8.0, 16.0]
     assert outcome.status == "unknown" and outcome.values is None and outcome.runs == 5
 
 
 def test_each_run_gets_at_most_the_time_left(monkeypatch):
-    config = SearchConfig(deadline=5.03)  # 5 s once the margin is kept back
+    config = papers(deadline=5.03)  # 5 s once the margin is kept back
     outcome, runs = run_loop(monkeypatch, config, itertools.repeat((cp_model.UNKNOWN, None)))
     assert runs == [(1.0, 5.0), (2.0, 4.0), (4.0, 2.0)]
     assert outcome.status == "deadline"
@@ -112,7 +118,7 @@ def test_each_run_gets_at_most_the_time_left(monkeypatch):
 def test_restarts_stop_after_k_runs_without_improvement(monkeypatch):
     results = [(cp_model.FEASIBLE, 50), (cp_model.FEASIBLE, 40), (cp_model.FEASIBLE, 40)]
     results += [(cp_model.FEASIBLE, 40), (cp_model.FEASIBLE, 10)]
-    outcome, _ = run_loop(monkeypatch, SearchConfig(deadline=1000.0), results)
+    outcome, _ = run_loop(monkeypatch, papers(deadline=1000.0), results)
     assert outcome.runs == 4  # 50, 40, then two runs without improvement
     assert outcome.status == "feasible" and outcome.objective == 40
     assert outcome.values == (40,)
@@ -135,7 +141,7 @@ def test_proven_infeasibility_is_never_retried(monkeypatch):
 
 def test_a_hint_with_its_objective_is_the_answer_when_nothing_better_comes(monkeypatch):
     # The fake solver's solution is its objective, so the hint [3] has objective 3.
-    config = SearchConfig(deadline=1000.0)
+    config = papers(deadline=1000.0)
     nothing = itertools.repeat((cp_model.UNKNOWN, None))
     outcome, runs = run_loop(monkeypatch, config, nothing, incumbent=3)
     assert (outcome.status, outcome.values, outcome.objective) == ("hint", (3,), 3)
@@ -152,7 +158,7 @@ def test_a_hint_with_its_objective_is_the_answer_when_nothing_better_comes(monke
 )
 def test_the_incumbent_hint_against_the_solvers_solutions(monkeypatch, result, expected):
     results = [result, (cp_model.FEASIBLE, 4), (cp_model.FEASIBLE, 4)]
-    outcome, _ = run_loop(monkeypatch, SearchConfig(deadline=1000.0), results, incumbent=3)
+    outcome, _ = run_loop(monkeypatch, papers(deadline=1000.0), results, incumbent=3)
     assert (outcome.status, outcome.values) == expected
 
 
