@@ -19,3 +19,8 @@ RESTART_GROWTH_CAP = 16
 
 PATIENCE = 1
 """Restarts without improvement before the search stops (the papers' k is 2)."""
+
+FIRST_RESTART_WORK = 0.02
+"""The first restart's limit of a search limited by work (replays), in CP-SAT's
+deterministic time: chosen so that a call stays within :data:`DEADLINE_S` on an ordinary
+core (measured in docs/cp-dispatchers.md)."""

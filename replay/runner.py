@@ -70,7 +70,7 @@ def simulate(
     policy = settings.policy
     system = machine or resolve_system(settings.trace, settings.system)
     correction = policy.correction_policy(system.max_time_limit)
-    dispatcher = policy.make_dispatcher(plan=False, system_cap=system.max_time_limit)
+    dispatcher = policy.make_dispatcher(plan=False, system_cap=system.max_time_limit, replay=True)
     trace = _read_slice(settings, system)
     oracle = policy.predictor == "oracle"
     run_times = {tj.job.id: tj.run_time for tj in trace.jobs} if oracle else None
@@ -167,13 +167,14 @@ def _read_slice(settings: ReplaySettings, system: System) -> Trace:
 
 def _cp_settings(policy: Policy) -> dict[str, object] | None:
     """The CP options of the replay, for its summary (None for the heuristics)."""
-    if not policy.is_cp:
+    search = policy.search_config(replay=True)
+    if search is None:
         return None
     return {
-        "deadline_s": policy.deadline,
-        "limit_s": policy.cp_limit,
+        "deadline_s": policy.deadline if search.wall_clock else None,
+        "limited_by": "work" if search.deterministic else "wall time",
+        "first_limit": search.initial_limit,
         "patience": policy.cp_patience,
-        "deterministic": policy.cp_deterministic,
         "reserve_after_s": policy.cp_reserve_after or None,
         "reuse": policy.cp_reuse,
         "search_cap": policy.cp_search_cap,

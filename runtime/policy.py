@@ -34,6 +34,7 @@ from cpsched.core.registry import (
 from cpsched.core.search_defaults import (
     DEADLINE_S,
     FIRST_RESTART_S,
+    FIRST_RESTART_WORK,
     PATIENCE,
     RESTART_GROWTH_CAP,
 )
@@ -59,6 +60,7 @@ else:
 LimitPolicy = Literal["requested", "predicted"]
 CorrectionKind = Literal["off", "simple", "power"]
 PresolveEffort = Literal["bounded", "cpsat"]
+ReplaySearch = Literal["work", "wall"]
 
 LIMITS: tuple[str, ...] = get_args(LimitPolicy)
 
@@ -199,7 +201,22 @@ class Policy(BaseModel):
         PATIENCE, ge=1, description="CP: stop after this many runs without improvement."
     )
     cp_deterministic: bool = Field(
-        False, description="CP: limit searches by solver work, not wall time (reproducible)."
+        False,
+        description="CP in the service: limit each search by solver work (cp_work_limit) "
+        "instead of wall time (cp_limit); the deadline still applies.",
+    )
+    cp_replay_search: ReplaySearch = Field(
+        "work",
+        description="CP in replays: 'work' limits each search by solver work alone "
+        "(cp_work_limit, no wall clock in any call: a replay gives the same result on any "
+        "machine, idle or busy); 'wall' searches as the service does, within the deadline.",
+    )
+    cp_work_limit: float = Field(
+        FIRST_RESTART_WORK,
+        gt=0,
+        description="CP searches limited by work: the first restart's limit in CP-SAT's "
+        "deterministic time (doubles up to 16 times it), set so that a call stays within "
+        "the default deadline on an ordinary core.",
     )
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
@@ -297,8 +314,11 @@ class Policy(BaseModel):
             cap=self.correction_cap or system_cap or DEFAULT_CORRECTION_CAP,
         )
 
-    def search_config(self) -> SearchConfig | None:
-        """The CP search settings; None for the heuristics (OR-Tools is then not loaded)."""
+    def search_config(self, *, replay: bool = False) -> SearchConfig | None:
+        """The CP search settings, for a replay or the service; None for the heuristics
+        (OR-Tools is then not loaded). A replay's search is limited by work alone unless
+        ``cp_replay_search`` is ``wall``; the service's by wall time unless
+        ``cp_deterministic``, always within the deadline."""
         if not self.is_cp:
             return None
         from cpsched.core.cp import SearchConfig
@@ -307,12 +327,16 @@ class Policy(BaseModel):
         effort: dict[str, Any] = {}
         if self.cp_presolve_effort == "cpsat":
             effort = dict.fromkeys(PRESOLVE_EFFORT)
+        work_only = replay and self.cp_replay_search == "work"
+        by_work = work_only or self.cp_deterministic
+        first = self.cp_work_limit if by_work else self.cp_limit
         return SearchConfig(
-            initial_limit=self.cp_limit,
-            max_limit=RESTART_GROWTH_CAP * self.cp_limit,
+            initial_limit=first,
+            max_limit=RESTART_GROWTH_CAP * first,
             patience=self.cp_patience,
             deadline=self.deadline,
-            deterministic=self.cp_deterministic,
+            deterministic=by_work,
+            wall_clock=not work_only,
             num_workers=self.cp_workers,
             reuse=self.cp_reuse,
             search_size_cap=self.cp_search_cap,
@@ -339,6 +363,7 @@ class Policy(BaseModel):
         plan: bool = True,
         system_cap: int | None = None,
         state: DispatcherState | None = None,
+        replay: bool = False,
     ) -> tuple[Dispatcher, Dispatcher]:
         """The configured dispatcher and its fallback, built once with every setting and
         sharing ``state`` (what they learn between calls, kept by the caller).
@@ -348,7 +373,8 @@ class Policy(BaseModel):
         answers with it when its search has none in time, seeds its hint with it and
         fills with it; the service answers with it when the dispatcher misses the
         deadline. ``plan=False`` lets the heuristics skip planned starts nobody reads
-        (replays)."""
+        (replays); ``replay`` gives a CP dispatcher the replay's search
+        (:meth:`search_config`)."""
         state = state if state is not None else DispatcherState()
         correction = self.correction_policy(system_cap)
         fallback = make_fallback(
@@ -364,7 +390,7 @@ class Policy(BaseModel):
             self.allocator,
             plan=plan,
             correction=correction,
-            search=self.search_config(),
+            search=self.search_config(replay=replay),
             model=self.model_settings(),
             merge_running=self.cp_merge_running,
             node_symmetry=self.cp_node_symmetry,
@@ -383,9 +409,12 @@ class Policy(BaseModel):
         plan: bool = True,
         system_cap: int | None = None,
         state: DispatcherState | None = None,
+        replay: bool = False,
     ) -> Dispatcher:
         """The configured dispatcher (:meth:`make_dispatchers`' first)."""
-        return self.make_dispatchers(plan=plan, system_cap=system_cap, state=state)[0]
+        return self.make_dispatchers(plan=plan, system_cap=system_cap, state=state, replay=replay)[
+            0
+        ]
 
     def make_fallback(
         self, *, system_cap: int | None = None, state: DispatcherState | None = None

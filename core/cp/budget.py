@@ -3,6 +3,8 @@ that end the CP path early (the caller then returns its fallback decision)."""
 
 from __future__ import annotations
 
+import math
+
 from cpsched.core.cp.search import Clock, SearchConfig
 
 
@@ -38,11 +40,14 @@ class Budget:
     The deadline is the configured one, or less when the caller gives less (``deadline``).
 
     ``check(phase)`` before a phase raises ``OutOfTime`` when less than ``margin`` is left
-    (the time kept for building the decision); ``mark(phase)`` closes a phase.
+    (the time kept for building the decision); ``mark(phase)`` closes a phase. Without the
+    wall clock (``SearchConfig.wall_clock`` off) time never runs out: the phases are still
+    timed, for the notes, but nothing depends on it.
     """
 
     def __init__(self, config: SearchConfig, clock: Clock, deadline: float | None = None) -> None:
         self.clock = clock
+        self.wall_clock = config.wall_clock
         self.deadline = config.deadline if deadline is None else min(deadline, config.deadline)
         self.margin = config.margin
         self.began = clock()
@@ -50,7 +55,10 @@ class Budget:
         self.phases: list[tuple[str, float]] = []
 
     def left(self) -> float:
-        """Seconds before the deadline (negative once past it)."""
+        """Seconds before the deadline (negative once past it; infinite without the wall
+        clock)."""
+        if not self.wall_clock:
+            return math.inf
         return self.deadline - (self.clock() - self.began)
 
     def check(self, phase: str) -> None:

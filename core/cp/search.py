@@ -19,6 +19,7 @@ The papers' search control, for any CP-SAT model whose decision variables are li
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,10 @@ class SearchConfig:
       one unit took 3-4 s of wall time on a 2-core machine, so scale ``initial_limit``
       and ``max_limit`` down (the tests use 0.1 and 1.6). The wall deadline still applies
       as a safety net; a run is reproducible as long as it does not hit it.
+    * ``wall_clock`` — off (with ``deterministic``): no wall clock anywhere in the call,
+      no deadline, no safety net; every phase runs to its end and the restarts are
+      limited by work alone, so a call gives the same answer on any machine, idle or
+      busy (replays: the policy's ``cp_replay_search``).
     * ``presolve_iterations``, ``probing_level``, ``symmetry_level``,
       ``presolve_probing_dtime`` — CP-SAT's presolve effort (``max_presolve_iterations``,
       ``cp_model_probing_level``, ``symmetry_level``,
@@ -91,6 +96,7 @@ class SearchConfig:
     num_workers: int = 1
     random_seed: int = 0
     deterministic: bool = False
+    wall_clock: bool = True
     presolve: bool | None = None
     """CP-SAT's presolve; None: the dispatcher's default (on for HCP3; off for PCP3, whose
     node-level models it slows down more than it helps — measured on KTH)."""
@@ -130,20 +136,29 @@ class SearchConfig:
             problems.append(f"num_workers must be >= 1, got {self.num_workers}")
         if self.random_seed < 0:
             problems.append(f"random_seed must be >= 0, got {self.random_seed}")
+        problems += self._presolve_problems()
+        if self.search_size_cap is not None and self.search_size_cap < 1:
+            problems.append(f"search_size_cap must be >= 1 or None, got {self.search_size_cap}")
+        if not self.wall_clock and not self.deterministic:
+            problems.append(
+                "a search without the wall clock must be limited by work: set deterministic"
+            )
+        if problems:
+            raise ConfigError("invalid search config: " + "; ".join(problems))
+
+    def _presolve_problems(self) -> list[str]:
+        problems: list[str] = []
         if self.presolve_iterations is not None and self.presolve_iterations < 0:
             problems.append(f"presolve_iterations must be >= 0, got {self.presolve_iterations}")
         for name in ("probing_level", "symmetry_level"):
             level = getattr(self, name)
             if level is not None and not 0 <= level <= 3:
                 problems.append(f"{name} must be in 0..3 (CP-SAT's levels), got {level}")
-        if self.search_size_cap is not None and self.search_size_cap < 1:
-            problems.append(f"search_size_cap must be >= 1 or None, got {self.search_size_cap}")
         if self.presolve_probing_dtime is not None and not self.presolve_probing_dtime >= 0:
             problems.append(
                 f"presolve_probing_dtime must be >= 0, got {self.presolve_probing_dtime}"
             )
-        if problems:
-            raise ConfigError("invalid search config: " + "; ".join(problems))
+        return problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +206,11 @@ def solve_with_restarts(
         if incumbent is not None:
             best, best_objective, from_hint = tuple(hint), incumbent, True
     while True:
-        left = config.deadline - config.margin - keep - (clock() - began)
+        left = (
+            config.deadline - config.margin - keep - (clock() - began)
+            if config.wall_clock
+            else math.inf
+        )
         if left < config.min_run or left <= 0:
             stop = "deadline"
             break
@@ -259,7 +278,8 @@ def _solver(config: SearchConfig, limit: float, left: float) -> cp_model.CpSolve
         params.presolve_probing_deterministic_time_limit = config.presolve_probing_dtime
     if config.deterministic:
         params.max_deterministic_time = limit
-        params.max_time_in_seconds = left  # the safety net only
+        if math.isfinite(left):
+            params.max_time_in_seconds = left  # the safety net only
     else:
         params.max_time_in_seconds = min(limit, left)
     return solver

@@ -24,9 +24,9 @@
     backfill_depth = { from = 1, to = 9, step = 4 }     # 1, 5, 9
 
 Every other key of a policy table is a field of :class:`~cpsched.runtime.Policy`, by its
-name; lists and ranges in one table give every combination. A policy with a CP dispatcher
-gets ``cp_deterministic = true`` unless its table says otherwise (a search limited by wall
-time is not reproducible). ``today`` is added when no policy has that label: the report's
+name; lists and ranges in one table give every combination. A CP policy's searches are
+limited by solver work, as in every replay (``cp_replay_search``), so a cell gives the
+same result on any worker. ``today`` is added when no policy has that label: the report's
 ratios are to it. Every mistake is a :class:`GridError` naming the file and the table.
 """
 
@@ -161,8 +161,6 @@ def _policies(raw: Any, where: str) -> list[GridPolicy]:
             policy = Policy.parse({"policy": base, **combination}, where=f"{where} ({label})")
         except ConfigError as exc:
             raise GridError(str(exc)) from None
-        if policy.is_cp and "cp_deterministic" not in combination:
-            policy = policy.but(cp_deterministic=True)
         out.append(GridPolicy(label, base, policy))
     return out
 

@@ -15,15 +15,34 @@ def test_heuristics_record_no_cp_settings():
 
 
 def test_the_summary_records_the_cp_options():
-    assert _cp_settings(Policy(dispatcher="pcp3", cp_search_cap=9)) == {
-        "deadline_s": 0.2,
-        "limit_s": 0.02,
+    # A replay's search is limited by work alone by default: no deadline applies.
+    assert _cp_settings(Policy(dispatcher="pcp3", cp_search_cap=9, cp_work_limit=0.05)) == {
+        "deadline_s": None,
+        "limited_by": "work",
+        "first_limit": 0.05,
         "patience": 1,
-        "deterministic": False,
         "reserve_after_s": None,
         "reuse": False,
         "search_cap": 9,
     }
+    wall = _cp_settings(Policy(dispatcher="hcp3", cp_replay_search="wall"))
+    assert wall is not None
+    assert (wall["deadline_s"], wall["limited_by"], wall["first_limit"]) == (0.2, "wall time", 0.02)
+
+
+def test_replays_search_by_work_alone_and_the_service_by_wall_time():
+    policy = Policy()
+    replay, service = policy.search_config(replay=True), policy.search_config()
+    assert replay is not None and service is not None
+    assert (replay.deterministic, replay.wall_clock) == (True, False)
+    assert replay.initial_limit == policy.cp_work_limit
+    assert (service.deterministic, service.wall_clock) == (False, True)
+    assert service.initial_limit == policy.cp_limit
+    by_work = Policy(cp_deterministic=True).search_config()
+    assert by_work is not None
+    assert (by_work.deterministic, by_work.wall_clock) == (True, True)  # the deadline holds
+    walled = Policy(cp_replay_search="wall").search_config(replay=True)
+    assert walled == service
 
 
 def test_the_summary_records_the_whole_policy(small_trace, tmp_path):

@@ -24,7 +24,7 @@ def test_cp_settings_become_search_and_model_settings():
     policy = Policy(
         dispatcher="pcp20",
         deadline=0.5,
-        cp_limit=0.05,
+        cp_work_limit=0.05,
         cp_patience=3,
         cp_deterministic=True,
         cp_reserve_after=3600,

@@ -86,7 +86,7 @@ def test_deadline_passes_fallback_answers(make_client):
 
 def test_cp_dispatcher_configured_per_cluster(make_client):
     client = make_client(
-        clusters={"cp": {"dispatcher": "hcp3", "cp_deterministic": True, "cp_limit": 0.05}}
+        clusters={"cp": {"dispatcher": "hcp3", "cp_deterministic": True, "cp_work_limit": 0.05}}
     )
     body = snapshot(queued=[job("q1"), job("q2", units=4), job("q3", gpu=1)])
     d = client.post("/v1/clusters/cp/dispatch", json=body, headers=AUTH).json()

@@ -44,7 +44,7 @@ deadline = 60
     assert "--skip-jobs 50 --jobs 150" in record["replay_command"]
     summary = json.loads((folder / SUMMARY).read_text())
     assert summary["settings"]["jobs_skipped"] == 50
-    assert summary["settings"]["policy"]["cp_deterministic"] is True
+    assert summary["settings"]["cp"]["limited_by"] == "work"  # as every replay's
 
 
 def test_a_cell_that_cannot_run_returns_its_error(small_trace, write_grid, tmp_path):

@@ -56,6 +56,7 @@ def test_today_joins_the_policies_when_no_policy_has_its_label(small_trace, writ
 
 
 def test_cp_policies_search_by_solver_work_unless_the_grid_says_otherwise(small_trace, write_grid):
+    # As every replay's: limited by work alone unless cp_replay_search = "wall".
     plan = load_grid(
         write_grid(f"""
 [[traces]]
@@ -65,10 +66,12 @@ name = "any"
 dispatcher = ["easy", "hcp3", "pcp20"]
 [[policies]]
 name = "wall-clock"
-cp_deterministic = false
+cp_replay_search = "wall"
 """)
     )
-    deterministic = {p.label: p.policy.cp_deterministic for p in plan.policies}
+    deterministic = {
+        p.label: p.policy.is_cp and p.policy.cp_replay_search == "work" for p in plan.policies
+    }
     assert deterministic == {
         "any dispatcher=easy": False,  # a heuristic has no search to limit
         "any dispatcher=hcp3": True,
@@ -125,7 +128,7 @@ jobs = "5:20"
 name = "p20"
 dispatcher = "pcp20"
 cp_merge_running = false
-cp_limit = 0.05
+cp_work_limit = 0.05
 """)
     )
     args = shlex.split(plan.cells()[0].replay_command(small_trace.parent / "r"))
@@ -134,8 +137,7 @@ cp_limit = 0.05
     for expected in (
         ["--policy", "default"],
         ["--dispatcher", "pcp20"],
-        ["--cp-limit", "0.05"],
-        ["--cp-deterministic"],
+        ["--cp-work-limit", "0.05"],
         ["--no-cp-merge-running"],
         ["--skip-jobs", "5"],
         ["--jobs", "15"],
