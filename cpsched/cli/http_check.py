@@ -42,8 +42,12 @@ def http_check(settings: ReplaySettings) -> HttpCheck:
     began = time.perf_counter()
     run_replay(in_process)
     local_s = time.perf_counter() - began
-    # The service gets the same policy (a TOML table has no None: unset keys keep defaults).
-    policy = settings.policy.model_dump(exclude_none=True)
+    # The service gets the same policy (a TOML table has no None: unset keys keep defaults),
+    # its CP searches limited by the same work as the replay's (within its deadline).
+    chosen = settings.policy
+    if chosen.is_cp and chosen.cp_replay_search == "work":
+        chosen = chosen.but(cp_deterministic=True)
+    policy = chosen.model_dump(exclude_none=True)
     with local_service(settings.out / "service", token=TOKEN, **policy) as service:
         over_http = replace(
             settings,
