@@ -20,7 +20,13 @@ RESTART_GROWTH_CAP = 16
 PATIENCE = 1
 """Restarts without improvement before the search stops (the papers' k is 2)."""
 
-FIRST_RESTART_WORK = 0.02
+WORK_PER_SECOND = 0.15
+"""CP-SAT deterministic time an ordinary core does in a second on the dispatch models:
+about 6-7 s of wall time per unit on HCP3's KTH models on a 2-core machine
+(docs/cp-dispatchers.md). A search limited by work gets ``deadline × WORK_PER_SECOND``
+for all its runs of one call, so that a call stays within the deadline on such a core."""
+
+FIRST_RESTART_WORK = 0.005
 """The first restart's limit of a search limited by work (replays), in CP-SAT's
-deterministic time: chosen so that a call stays within :data:`DEADLINE_S` on an ordinary
-core (measured in docs/cp-dispatchers.md)."""
+deterministic time (doubling as :data:`FIRST_RESTART_S` does, within the call's work
+budget)."""

@@ -37,6 +37,7 @@ from cpsched.core.search_defaults import (
     FIRST_RESTART_WORK,
     PATIENCE,
     RESTART_GROWTH_CAP,
+    WORK_PER_SECOND,
 )
 from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S
@@ -215,8 +216,8 @@ class Policy(BaseModel):
         FIRST_RESTART_WORK,
         gt=0,
         description="CP searches limited by work: the first restart's limit in CP-SAT's "
-        "deterministic time (doubles up to 16 times it), set so that a call stays within "
-        "the default deadline on an ordinary core.",
+        "deterministic time (doubles up to 16 times it); all runs of a call share "
+        "deadline x 0.15 units, what an ordinary core does within the deadline.",
     )
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
@@ -337,6 +338,7 @@ class Policy(BaseModel):
             deadline=self.deadline,
             deterministic=by_work,
             wall_clock=not work_only,
+            work_budget=self.deadline * WORK_PER_SECOND if by_work else None,
             num_workers=self.cp_workers,
             reuse=self.cp_reuse,
             search_size_cap=self.cp_search_cap,

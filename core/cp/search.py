@@ -97,6 +97,10 @@ class SearchConfig:
     random_seed: int = 0
     deterministic: bool = False
     wall_clock: bool = True
+    work_budget: float | None = None
+    """With ``deterministic``: the most CP-SAT deterministic time all runs of one call may
+    use together, as the deadline bounds their wall time (None: each run's limit only).
+    The policy sets it from the deadline (:data:`~cpsched.core.search_defaults.WORK_PER_SECOND`)."""
     presolve: bool | None = None
     """CP-SAT's presolve; None: the dispatcher's default (on for HCP3; off for PCP3, whose
     node-level models it slows down more than it helps — measured on KTH)."""
@@ -139,6 +143,8 @@ class SearchConfig:
         problems += self._presolve_problems()
         if self.search_size_cap is not None and self.search_size_cap < 1:
             problems.append(f"search_size_cap must be >= 1 or None, got {self.search_size_cap}")
+        if self.work_budget is not None and not self.work_budget > 0:
+            problems.append(f"work_budget must be > 0 or None, got {self.work_budget}")
         if not self.wall_clock and not self.deterministic:
             problems.append(
                 "a search without the wall clock must be limited by work: set deterministic"
@@ -201,22 +207,20 @@ def solve_with_restarts(
     limit = config.initial_limit
     runs = stale = 0
     proven = False
+    work_left = _work_budget(config)
     if hint is not None:
         _set_hint(model, indices, hint)
         if incumbent is not None:
             best, best_objective, from_hint = tuple(hint), incumbent, True
     while True:
-        left = (
-            config.deadline - config.margin - keep - (clock() - began)
-            if config.wall_clock
-            else math.inf
-        )
-        if left < config.min_run or left <= 0:
-            stop = "deadline"
+        left, spent = _room(config, clock() - began, keep, work_left)
+        if spent is not None:
+            stop = spent
             break
-        solver = _solver(config, limit, left)
+        solver = _solver(config, min(limit, work_left), left)
         code = solver.solve(model)
         runs += 1
+        work_left -= _work_used(config, solver)
         if code == cp_model.INFEASIBLE:
             return SearchOutcome("infeasible", None, None, runs, "proven infeasible")
         if code == cp_model.MODEL_INVALID:
@@ -260,6 +264,34 @@ def solve_with_restarts(
         return SearchOutcome(status, None, None, runs, stop)
     status = "optimal" if proven else "hint" if from_hint else "feasible"
     return SearchOutcome(status, best, best_objective, runs, stop)
+
+
+def _work_budget(config: SearchConfig) -> float:
+    """The deterministic time all runs of one call may use (infinite: no such budget)."""
+    if config.deterministic and config.work_budget is not None:
+        return config.work_budget
+    return math.inf
+
+
+def _room(
+    config: SearchConfig, elapsed: float, keep: float, work_left: float
+) -> tuple[float, str | None]:
+    """The seconds a next run may take (infinite without the wall clock), and why none
+    may start (its ``stop``) or None: the deadline is too near, or the call's work budget
+    is used up."""
+    left = config.deadline - config.margin - keep - elapsed if config.wall_clock else math.inf
+    if left < config.min_run or left <= 0:
+        return left, "deadline"
+    if work_left <= 0:
+        return left, "work budget spent"
+    return left, None
+
+
+def _work_used(config: SearchConfig, solver: cp_model.CpSolver) -> float:
+    """The deterministic time a run used, where the call has a work budget (else 0)."""
+    if not config.deterministic:
+        return 0.0
+    return float(solver.response_proto.deterministic_time)
 
 
 def _solver(config: SearchConfig, limit: float, left: float) -> cp_model.CpSolver:

@@ -69,7 +69,8 @@ class FakeSolver:
         self.objective_value = 0.0
 
     def solve(self, model):
-        self.clock.now += min(self.limit, self.left)
+        self.used = min(self.limit, self.left)  # in seconds or in work: each run uses its limit
+        self.clock.now += self.used
         code, objective = next(self.results)
         self.objective_value = float(objective or 0)
         return code
@@ -77,7 +78,7 @@ class FakeSolver:
     @property
     def response_proto(self):
         # The loop's one variable (index 0) takes the objective's value.
-        return SimpleNamespace(solution=[int(self.objective_value)])
+        return SimpleNamespace(solution=[int(self.objective_value)], deterministic_time=self.used)
 
 
 def run_loop(monkeypatch, config, results, incumbent=None):
@@ -124,6 +125,21 @@ def test_restarts_stop_after_k_runs_without_improvement(monkeypatch):
     assert outcome.values == (40,)
 
 
+def test_a_work_limited_call_shares_its_work_budget_among_its_runs(monkeypatch):
+    config = papers(deterministic=True, wall_clock=False, work_budget=5.0)
+    outcome, runs = run_loop(monkeypatch, config, itertools.repeat((cp_model.UNKNOWN, None)))
+    assert [limit for limit, _ in runs] == [1.0, 2.0, 2.0]  # 1 + 2, then what is left
+    assert all(left == float("inf") for _, left in runs)  # no wall clock at all
+    assert (outcome.status, outcome.stop) == ("unknown", "work budget spent")
+
+
+def test_a_search_without_the_wall_clock_must_be_limited_by_work():
+    with pytest.raises(ConfigError, match="must be limited by work"):
+        SearchConfig(wall_clock=False)
+    with pytest.raises(ConfigError, match="work_budget"):
+        SearchConfig(deterministic=True, work_budget=0)
+
+
 def test_a_proven_optimum_or_no_improve_stops_at_once(monkeypatch):
     outcome, _ = run_loop(monkeypatch, SearchConfig(), [(cp_model.OPTIMAL, 7)])
     assert (outcome.status, outcome.runs, outcome.objective) == ("optimal", 1, 7)
@@ -165,6 +181,7 @@ def test_the_incumbent_hint_against_the_solvers_solutions(monkeypatch, result, e
 def test_the_hint_plan_answers_when_the_solver_finds_nothing(monkeypatch):
     class Silent:  # a solver that never finds anything in its time
         objective_value = 0.0
+        response_proto = SimpleNamespace(deterministic_time=0.1)
 
         def solve(self, model):
             return cp_model.UNKNOWN
