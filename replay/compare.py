@@ -18,6 +18,7 @@ from cpsched.replay.job_by_job import Waits, job_by_job
 from cpsched.replay.job_by_job import to_markdown as job_by_job_markdown
 from cpsched.replay.outputs import atomic_target, output_directory, write_json
 from cpsched.replay.runner import ReplaySettings, simulate, write_replay
+from cpsched.replay.verdict import verdict
 from cpsched.runtime.policy import Policy
 
 BASELINE = "today"
@@ -55,8 +56,14 @@ def compare_policies(
     if base.plots:
         curves = {label: curve for label, (_, curve) in results.items()}
         charts = charts_markdown(write_comparison_plots(base.out, summaries, curves))
+    verdicts = [
+        verdict(label, summaries[label], summaries[BASELINE], by_job)
+        for label, by_job in against_today.items()
+    ]
     markdown = (
-        f"Trace {base.trace.name}; "
+        "".join(f"* {line}\n" for line in verdicts)
+        + ("\n" if verdicts else "")
+        + f"Trace {base.trace.name}; "
         f"first {base.warmup_fraction:.0%} of jobs excluded as warm-up; ratios are to today "
         "(EASY on the users' requested times).\n\n"
         + to_markdown(rows)

@@ -78,7 +78,11 @@ END, WAKE = 0, 1
 
 
 Progress = Callable[[int], None]
-"""Called with the number of jobs finished so far, every few thousand finishes."""
+"""Called with the number of jobs finished so far: at most every ``PROGRESS_EVERY_S``
+wall seconds while jobs finish, and once at the end."""
+PROGRESS_EVERY_S = 0.25
+PROGRESS_CHECK_JOBS = 16
+"""Finished jobs between two looks at the clock for the progress report."""
 
 
 class Simulator:
@@ -148,6 +152,7 @@ class Simulator:
         submitted = 0
         not_before = 0
         finished = 0
+        reported = self.clock()
         never = 1 << 62
         # A reservation's end frees its nodes for everyone: jobs kept off them may start
         # then, though no job starts or ends (the machine may even be idle meanwhile).
@@ -170,8 +175,11 @@ class Simulator:
                     continue
                 self._finish(index, when)
                 finished += 1
-                if self.progress is not None and finished % 4096 == 0:
-                    self.progress(finished)
+                if self.progress is not None and finished % PROGRESS_CHECK_JOBS == 0:
+                    now = self.clock()
+                    if now - reported >= PROGRESS_EVERY_S:
+                        self.progress(finished)
+                        reported = now
             while submitted < len(trace) and trace[submitted].job.submit <= t:
                 job = trace[submitted].job
                 self._queue.append(job)

@@ -109,6 +109,10 @@ def test_compare_shows_today_easy_plus_plus_default_and_the_oracle_by_default(
     easy_plus_plus = json.loads((out / "easy++" / "summary.json").read_text())
     assert easy_plus_plus["settings"]["policy"]["predictor"] == "last-two"
     assert easy_plus_plus["settings"]["policy"]["backfill_order"] == "shortest"
+    # A verdict sentence per run first, then the tables.
+    first = table.splitlines()[0]
+    assert first.startswith("* easy++: mean bounded slowdown") and "start earlier" in first
+    assert done.stdout.startswith("* easy++: mean bounded slowdown")
     # Job by job against today: every other run, its shares adding up to all jobs.
     assert "Job by job against today" in table
     by_job = json.loads((out / "job_by_job.json").read_text())

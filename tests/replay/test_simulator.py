@@ -190,3 +190,25 @@ def test_fallbacks_are_counted_with_their_reasons():
     assert result.dispatch.fallbacks > 0
     assert sum(reasons.values()) == result.dispatch.fallbacks
     assert set(reasons) == {"no time left for prepare"}
+
+
+def test_progress_is_told_as_time_passes_not_every_few_thousand_jobs():
+    trace = [trace_job(f"j{i}", i, 1, 10, 5) for i in range(100)]
+    ticks = itertools.count()
+    told: list[int] = []
+    sim = Simulator(
+        system(4),
+        trace,
+        make_dispatcher("easy", "first-fit"),
+        WallTime(),
+        progress=told.append,
+        clock=lambda: float(next(ticks)),  # a second per reading: always time to tell
+    )
+    sim.run()
+    assert told[-1] == 100 and told == sorted(told)
+    assert len(told) >= 100 // 16  # every 16 finished jobs, as the clock allows
+    quiet: list[int] = []
+    Simulator(
+        system(4), trace, make_dispatcher("easy", "first-fit"), WallTime(), progress=quiet.append
+    ).run()
+    assert quiet[-1] == 100
