@@ -52,6 +52,13 @@ class ServiceMetrics:
         self.running = Gauge(
             "cpsched_running_jobs", "Running jobs in the latest snapshot.", ["cluster"], registry=r
         )
+        self.longest_wait = Gauge(
+            "cpsched_longest_wait_seconds",
+            "Longest wait so far among the queued jobs the workload manager does not hold "
+            "back, in the latest snapshot (0: none waits).",
+            ["cluster"],
+            registry=r,
+        )
         self.started = Counter(
             "cpsched_jobs_started_total",
             "Start directives returned (dry runs excluded).",

@@ -65,6 +65,19 @@ FINISHED_SLICE = 500
 """Finished jobs stored per transaction and learnt per hold of the cluster's lock."""
 
 
+def longest_wait(snapshot: Snapshot) -> int:
+    """Seconds the longest-waiting queued job has waited, among those the workload
+    manager does not hold back (a dependency, a user hold: not cpsched's to start)."""
+    return max(
+        (
+            snapshot.time - job.submit
+            for job in snapshot.queued
+            if job.constraints is None or job.constraints.eligible
+        ),
+        default=0,
+    )
+
+
 class Orchestrator:
     def __init__(
         self,
@@ -353,6 +366,7 @@ class Orchestrator:
             m.fallbacks.labels(cluster, "solver").inc()
         m.queued.labels(cluster).set(len(snapshot.queued))
         m.running.labels(cluster).set(len(snapshot.running))
+        m.longest_wait.labels(cluster).set(longest_wait(snapshot))
         m.rejected_jobs.labels(cluster).inc(len(answer.rejected))
         m.split_waiting.labels(cluster).set(d.split_waiting)
         m.split_dropped.labels(cluster).inc(d.split_dropped)

@@ -272,6 +272,15 @@ def test_health_ready_metrics(client):
     assert 'cpsched_queued_jobs{cluster="c1"} 1.0' in text
 
 
+def test_metrics_show_the_longest_wait_of_a_job_cpsched_may_start(client):
+    held = {**job("held", submit=0), "eligible": False, "reason": "Dependency"}
+    queued = [held, job("old", submit=400), job("new", submit=900)]
+    dispatch(client, snapshot(time=1000, nodes=[node("n1", cpu=1)], queued=queued))
+    text = client.get("/metrics").text
+    # 600 s (old), not 1,000 s: the held job is not cpsched's to start.
+    assert 'cpsched_longest_wait_seconds{cluster="c1"} 600.0' in text
+
+
 def test_openapi_documents_the_api(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/clusters/{cluster}/dispatch", "/v1/clusters/{cluster}/jobs/finished"} <= set(paths)
