@@ -52,6 +52,13 @@ class ServiceMetrics:
         self.running = Gauge(
             "cpsched_running_jobs", "Running jobs in the latest snapshot.", ["cluster"], registry=r
         )
+        self.out_of_order = Counter(
+            "cpsched_snapshots_out_of_order_total",
+            "Snapshots older than the last one answered for their cluster (two writers, or "
+            "a clock that went back); answered, with a note.",
+            ["cluster"],
+            registry=r,
+        )
         self.longest_wait = Gauge(
             "cpsched_longest_wait_seconds",
             "Longest wait so far among the queued jobs the workload manager does not hold "

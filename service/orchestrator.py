@@ -65,6 +65,10 @@ FINISHED_SLICE = 500
 """Finished jobs stored per transaction and learnt per hold of the cluster's lock."""
 
 
+FUTURE_TOLERANCE_S = 86400
+"""How far past the latest time it knows the service believes a finished job's end."""
+
+
 def longest_wait(snapshot: Snapshot) -> int:
     """Seconds the longest-waiting queued job has waited, among those the workload
     manager does not hold back (a dependency, a user hold: not cpsched's to start)."""
@@ -216,6 +220,7 @@ class Orchestrator:
             # SnapshotError → 422, before any state changes (the memo is only a cache).
             translated = to_snapshot(request, runtime.memo)
             snapshot = translated.snapshot
+            notes = [*translated.notes, *self._out_of_order(cluster, runtime, snapshot)]
             runtime.catch_up()
             runtime.resource_names = snapshot.resource_names
             with self.sessions() as session:
@@ -255,7 +260,7 @@ class Orchestrator:
                 decision=decision,
                 predicted=predicted,
                 rejected=translated.rejected,
-                notes=translated.notes,
+                notes=notes,
                 wall_ms=(decided - began) * 1000.0,
                 solve_ms=solve_s * 1000.0,
                 dry_run=request.dry_run,
@@ -282,6 +287,23 @@ class Orchestrator:
             runtime.learn_answer(answered - decided)
         self._count(cluster, snapshot, answer, solve_s, answered - began)
         return answer.model_copy(update={"decision_id": decision_id})
+
+    def _out_of_order(self, cluster: str, runtime: ClusterRuntime, snapshot: Snapshot) -> list[str]:
+        """A note (and a count, and a warning) when ``snapshot`` is older than the last one
+        answered for the cluster: two writers, or a bridge whose clock went back."""
+        last = runtime.last_snapshot
+        if last is None or snapshot.time >= last.time:
+            return []
+        self.metrics.out_of_order.labels(cluster).inc()
+        log.warning(
+            "snapshot older than the last one answered",
+            extra={"cluster": cluster, "time": snapshot.time, "last_time": last.time},
+        )
+        return [
+            f"snapshot time {snapshot.time} is older than the last one answered "
+            f"({last.time}): is a second bridge posting for this cluster, or did its clock "
+            "go back?"
+        ]
 
     def _decide(
         self,
@@ -386,7 +408,7 @@ class Orchestrator:
         leaves the earlier slices stored, and the bridge's retry counts them as duplicates.
         """
         runtime = self.runtime(cluster)
-        jobs, refused = _checked_finished(batch)
+        jobs, refused = _checked_finished(batch, _latest_believable(runtime))
         if refused:
             self.metrics.finished.labels(cluster, "refused").inc(len(refused))
             log.warning(
@@ -560,15 +582,26 @@ def _valid_name(value: object) -> str | None:
         return None
 
 
+def _latest_believable(runtime: ClusterRuntime) -> int:
+    """The latest end time a finished job may have: the cluster's clock (its latest
+    snapshot) or the service's, whichever is later, and :data:`FUTURE_TOLERANCE_S` more.
+    A replay over HTTP reports a job's end before the snapshot of that time (its cluster
+    clock lags), and its times are in the past; a clock glitch is not."""
+    last = runtime.last_snapshot
+    cluster_now = last.time if last is not None else 0
+    return max(cluster_now, int(time.time())) + FUTURE_TOLERANCE_S
+
+
 def _checked_finished(
-    batch: FinishedBatchIn,
+    batch: FinishedBatchIn, latest_end: int
 ) -> tuple[list[FinishedJobIn], list[RefusedFinishedOut]]:
-    """The batch's jobs that validate, and a refusal (id and why) for each that does not."""
+    """The batch's jobs that validate and end by ``latest_end``, and a refusal (id and
+    why) for each other one."""
     jobs: list[FinishedJobIn] = []
     refused: list[RefusedFinishedOut] = []
     for index, raw in enumerate(batch.jobs):
         try:
-            jobs.append(FinishedJobIn.model_validate(raw))
+            job = FinishedJobIn.model_validate(raw)
         except ValidationError as exc:
             job_id = _valid_name(raw.get("id"))
             problems = "; ".join(
@@ -581,4 +614,14 @@ def _checked_finished(
                     reason=shown(problems),
                 )
             )
+            continue
+        if job.end > latest_end:
+            reason = (
+                f"end {job.end} is more than {FUTURE_TOLERANCE_S} s after the cluster's "
+                "latest time and the service's clock: a clock error? It would stand for the "
+                "user's newest job in every prediction"
+            )
+            refused.append(RefusedFinishedOut(job_id=job.id, reason=reason))
+            continue
+        jobs.append(job)
     return jobs, refused

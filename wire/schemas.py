@@ -381,6 +381,10 @@ class FinishedJobIn(JobIn):
     def _ends_after_start(self) -> FinishedJobIn:
         if self.end < self.start:
             raise ValueError(f"job {self.id}: end {self.end} is before start {self.start}")
+        if self.start < self.submit:
+            raise ValueError(
+                f"job {self.id}: start {self.start} is before its submission {self.submit}"
+            )
         return self
 
 

@@ -127,6 +127,29 @@ def test_finished_jobs_are_idempotent(client, database_url):
         assert conn.scalar(select(func.count()).select_from(FinishedJobRow)) == 2
 
 
+def test_finished_jobs_out_of_the_clusters_time_are_refused_the_others_stored(client):
+    dispatch(client, snapshot(time=5000))
+    glitch = finished("glitch", 1000, 2**40)  # a clock error: it would be the newest for ever
+    early = {**finished("early", 900, 1000), "submit": 950}  # started before its submission
+    good = finished("good", 1000, 4000)
+    batch = {"jobs": [glitch, early, good]}
+    ack = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
+    assert ack["stored"] == 1
+    reasons = {r["job_id"]: r["reason"] for r in ack["refused"]}
+    assert "after the cluster's latest time" in reasons["glitch"]
+    assert "before its submission" in reasons["early"]
+
+
+def test_a_snapshot_older_than_the_last_answered_is_answered_with_a_note(client):
+    dispatch(client, snapshot(time=5000))
+    answer = dispatch(client, snapshot(time=4000, queued=[job("q1")])).json()
+    notes = answer["diagnostics"]["notes"]
+    assert any("older than the last one answered (5000)" in n for n in notes)
+    assert [s["job_id"] for s in answer["starts"]] == ["q1"]  # still decided
+    metrics = client.get("/metrics").text
+    assert 'cpsched_snapshots_out_of_order_total{cluster="c1"} 1.0' in metrics
+
+
 def test_bad_finished_jobs_are_refused_one_by_one(client, database_url):
     # An end before its start, and a name with a NUL (which PostgreSQL cannot store):
     # each is refused with why; the valid jobs around them are stored.
