@@ -27,6 +27,8 @@ app = typer.Typer(
     help="External constraint-programming scheduler for HPC clusters.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Click's plain help: it wraps in 80 columns where rich's tables cut option names.
+    rich_markup_mode=None,
 )
 console = Console(stderr=True)
 
@@ -87,7 +89,23 @@ def version() -> None:
     typer.echo(__version__)
 
 
-@app.command()
+REPLAY_EXAMPLES = """Examples:
+
+\b
+  cpsched replay KTH-SP2-1996-2.1-cln.swf.gz --out out/kth
+  cpsched replay TRACE --out out/today --policy today --jobs 5000
+  cpsched replay TRACE --out out/pcp20 --dispatcher pcp20 --jobs 2000
+"""
+
+COMPARE_EXAMPLES = """Examples:
+
+\b
+  cpsched compare KTH-SP2-1996-2.1-cln.swf.gz --out out/compare
+  cpsched compare TRACE --out out/cmp --policies today,default --jobs 5000
+"""
+
+
+@app.command(epilog=REPLAY_EXAMPLES)
 @policy_options
 def replay(
     trace: TraceArg,
@@ -163,7 +181,7 @@ def replay(
     )
 
 
-@app.command()
+@app.command(epilog=COMPARE_EXAMPLES)
 @policy_options(raw=True)
 def compare(
     trace: TraceArg,
