@@ -26,6 +26,7 @@ from cpsched.service.routes import decisions, dispatch, health, jobs
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import migrate
 from cpsched.service.store.database import check_reachable, make_engine, make_sessions
+from cpsched.service.store.health import DatabaseHealth
 from cpsched.service.ui.install import install_ui
 
 
@@ -75,6 +76,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     app.state.orchestrator = orchestrator
     app.state.metrics = metrics
     app.state.engine = engine
+    app.state.database_health = DatabaseHealth(engine)
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_body_bytes,

@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from cpsched.service.auth import VERDICT_SCOPE_KEY, Refusal, authorise
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.orchestrator import Orchestrator
+from cpsched.service.store.health import DatabaseHealth
 from cpsched.wire.schemas import PRINTABLE
 
 ClusterName = Annotated[
@@ -74,6 +75,11 @@ def engine_of(request: Request) -> Engine:
     return engine
 
 
+def database_health_of(request: Request) -> DatabaseHealth:
+    health: DatabaseHealth = request.app.state.database_health
+    return health
+
+
 Authorised = Annotated[str, Depends(token_for_cluster)]
 """A token that may post to the cluster."""
 Reader = Annotated[str, Depends(reader_of_cluster)]
@@ -81,3 +87,4 @@ Reader = Annotated[str, Depends(reader_of_cluster)]
 OrchestratorDep = Annotated[Orchestrator, Depends(orchestrator_of)]
 MetricsDep = Annotated[ServiceMetrics, Depends(metrics_of)]
 EngineDep = Annotated[Engine, Depends(engine_of)]
+DatabaseHealthDep = Annotated[DatabaseHealth, Depends(database_health_of)]

@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from cpsched.service.deps import EngineDep, MetricsDep
+from cpsched.service.deps import DatabaseHealthDep, EngineDep, MetricsDep
 from cpsched.service.store import migrate
 
 router = APIRouter()
@@ -18,8 +18,16 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="The database is reachable and its schema current.")
-def readyz(engine: EngineDep) -> JSONResponse:
+@router.get(
+    "/readyz",
+    summary="The database is reachable, its schema current, and it took the latest work.",
+)
+def readyz(engine: EngineDep, health: DatabaseHealthDep) -> JSONResponse:
+    failing = health.failing()
+    if failing is not None:
+        # The latest statement failed after the latest commit (a full disk, a lock
+        # timeout): SELECT 1 could still answer, the work would not be stored.
+        return JSONResponse({"status": "database failing", "detail": failing}, 503)
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))

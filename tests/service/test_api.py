@@ -304,6 +304,29 @@ def test_metrics_show_the_longest_wait_of_a_job_cpsched_may_start(client):
     assert 'cpsched_longest_wait_seconds{cluster="c1"} 600.0' in text
 
 
+# SQLite says OperationalError for a missing table, as both databases do for a full
+# disk or a lock timeout: the stand-in for a database refusing writes.
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_readyz_fails_while_the_database_refuses_writes_and_recovers_after(client, database_url):
+    engine = make_engine(database_url)
+    with engine.begin() as conn:  # the table the finished jobs go to is gone
+        conn.exec_driver_sql("ALTER TABLE finished_jobs RENAME TO finished_jobs_away")
+    post = client.post(
+        "/v1/clusters/c1/jobs/finished", json={"jobs": [finished("j", 0, 9)]}, headers=AUTH
+    )
+    assert post.status_code == 503
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["status"] == "database failing"
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE finished_jobs_away RENAME TO finished_jobs")
+    post = client.post(
+        "/v1/clusters/c1/jobs/finished", json={"jobs": [finished("j", 0, 9)]}, headers=AUTH
+    )
+    assert post.status_code == 200
+    assert client.get("/readyz").json() == {"status": "ready"}
+    engine.dispose()
+
+
 def test_openapi_documents_the_api(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/clusters/{cluster}/dispatch", "/v1/clusters/{cluster}/jobs/finished"} <= set(paths)
