@@ -12,6 +12,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.errors import ConfigError
 
+LOCK_TIMEOUT_MS = 2000
+"""PostgreSQL: longest wait for a lock before the statement fails (a 503)."""
+STATEMENT_TIMEOUT_MS = 120_000
+"""PostgreSQL: longest statement (the predictor's rebuild reads the whole history)."""
+POOL_TIMEOUT_S = 5
+"""Longest wait for a pooled connection."""
+
 
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite files get WAL, a busy timeout and foreign keys."""
@@ -34,7 +41,18 @@ def make_engine(url: str) -> Engine:
         raise ConfigError(
             f"database {parsed.get_backend_name()!r} is not supported: use sqlite or postgresql"
         )
-    return create_engine(parsed, pool_pre_ping=True, pool_size=8, max_overflow=8)
+    # A table locked for maintenance (VACUUM FULL, ALTER TABLE) or a runaway statement
+    # gives a quick error (a 503 the bridge retries), not a dispatch thread hung for the
+    # lock's duration; nor does a call wait long for a pooled connection.
+    timeouts = f"-c lock_timeout={LOCK_TIMEOUT_MS} -c statement_timeout={STATEMENT_TIMEOUT_MS}"
+    return create_engine(
+        parsed,
+        pool_pre_ping=True,
+        pool_size=8,
+        max_overflow=8,
+        pool_timeout=POOL_TIMEOUT_S,
+        connect_args={"options": timeouts},
+    )
 
 
 def _sqlite_file(url: URL) -> Path | None:

@@ -327,6 +327,32 @@ def test_readyz_fails_while_the_database_refuses_writes_and_recovers_after(clien
     engine.dispose()
 
 
+@pytest.mark.postgres
+def test_a_locked_audit_table_gives_quick_503s_not_hung_dispatches(postgres_url):
+    import time
+
+    import psycopg
+    from fastapi.testclient import TestClient
+
+    from cpsched.service.app import create_app
+    from tests.service.conftest import settings_for
+
+    with TestClient(create_app(settings_for(postgres_url))) as client:
+        assert dispatch(client, snapshot(time=100)).status_code == 200
+        plain = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(plain) as maintenance:  # VACUUM FULL or ALTER TABLE takes this
+            maintenance.execute("LOCK TABLE decisions IN ACCESS EXCLUSIVE MODE")
+            began = time.monotonic()
+            answer = dispatch(client, snapshot(time=200, queued=[job("q1")]))
+            waited = time.monotonic() - began
+            assert answer.status_code == 503 and answer.headers["Retry-After"]
+            assert waited < 15  # the lock timeout (2 s), not the lock's whole duration
+            assert client.get("/readyz").status_code == 503
+            assert client.get("/healthz").status_code == 200
+        assert dispatch(client, snapshot(time=300, queued=[job("q1")])).status_code == 200
+        assert client.get("/readyz").json() == {"status": "ready"}
+
+
 def test_openapi_documents_the_api(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/clusters/{cluster}/dispatch", "/v1/clusters/{cluster}/jobs/finished"} <= set(paths)
