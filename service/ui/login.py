@@ -25,9 +25,28 @@ def login_form(
     return page(request, "login.html", {"next": safe_next(next_path), "error": None})
 
 
+def cross_origin(request: Request) -> bool:
+    """Whether a browser sent this form from another site (login CSRF): its ``Origin``
+    is not this service's, or ``Sec-Fetch-Site`` says cross-site. A request with neither
+    header comes from no browser (curl, a script) and is not a cross-site forgery."""
+    origin = request.headers.get("origin")
+    if origin is not None:
+        host = request.headers.get("host", "")
+        return origin not in {f"{request.url.scheme}://{host}", f"http://{host}", f"https://{host}"}
+    return request.headers.get("sec-fetch-site", "same-origin") not in {"same-origin", "none"}
+
+
+def refused_cross_origin() -> Response:
+    response = HTMLResponse("cross-origin form posts are refused", status_code=403)
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
 @router.post("/login")
 async def login(request: Request) -> Response:
     """Check the token typed into the form; on success set the session cookie and go on."""
+    if cross_origin(request):
+        return refused_cross_origin()
     body = await request.body()
     form = parse_qs(body[:MAX_FORM_BYTES].decode("utf-8", "replace"))
     presented = (form.get("token") or [""])[0].strip()
@@ -51,7 +70,9 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request) -> Response:
+    if cross_origin(request):
+        return refused_cross_origin()
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
     response.headers.update(SECURITY_HEADERS)

@@ -200,3 +200,30 @@ def test_shadow_mode_is_compared_with_the_real_starts(make_client):
         re.findall(r'<tr><th scope="row">(s\d)</th>.*?class="tag tag-(\w+)"', page, re.S)
     )
     assert verdicts == scenario.SHADOW_VERDICTS
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"origin": "https://evil.example"},
+        {"origin": "null"},
+        {"sec-fetch-site": "cross-site"},
+    ],
+)
+def test_sign_in_and_out_from_another_site_are_refused(client, headers):
+    login = client.post(
+        "/ui/login",
+        content=f"token={TOKEN}&next=/ui/",
+        headers={**FORM, **headers},
+        follow_redirects=False,
+    )
+    assert login.status_code == 403 and COOKIE not in login.cookies
+    assert client.post("/ui/logout", headers=headers, follow_redirects=False).status_code == 403
+
+
+def test_sign_in_from_the_services_own_page_is_accepted(client):
+    same = {**FORM, "origin": "http://testserver", "sec-fetch-site": "same-origin"}
+    login = client.post(
+        "/ui/login", content=f"token={TOKEN}&next=/ui/", headers=same, follow_redirects=False
+    )
+    assert login.status_code == 303 and COOKIE in login.cookies
