@@ -56,6 +56,9 @@ class ServiceSettings(BaseSettings):
     audit_snapshots: bool = False
     """Keep each dispatched snapshot in the audit trail, not only its digest (large)."""
     log_level: str = "WARNING"
+    metrics_token: SecretStr | None = None
+    """When set, ``/metrics`` answers only requests bearing this token (Prometheus:
+    ``authorization`` in the scrape config): it names every cluster; unset, it is open."""
 
     @classmethod
     def settings_customise_sources(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+import hmac
+
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
@@ -45,5 +47,14 @@ def readyz(engine: EngineDep, health: DatabaseHealthDep) -> JSONResponse:
     response_class=PlainTextResponse,
     responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}}},
 )
-def prometheus(metrics: MetricsDep) -> Response:
+def prometheus(request: Request, metrics: MetricsDep) -> Response:
+    required = request.app.state.settings.metrics_token
+    if required is not None:
+        presented = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(presented.encode(), required.get_secret_value().encode()):
+            return JSONResponse(
+                {"error": "unauthorized", "detail": "/metrics needs the metrics token"},
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -295,6 +295,15 @@ def test_health_ready_metrics(client):
     assert 'cpsched_queued_jobs{cluster="c1"} 1.0' in text
 
 
+def test_metrics_can_require_their_own_token(make_client):
+    client = make_client(metrics_token="scrape-secret")
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers=AUTH).status_code == 401  # not an API token
+    scraped = client.get("/metrics", headers={"Authorization": "Bearer scrape-secret"})
+    assert scraped.status_code == 200 and "cpsched_dispatch" in scraped.text
+    assert client.get("/healthz").status_code == 200  # the supervisor's routes stay open
+
+
 def test_metrics_show_the_longest_wait_of_a_job_cpsched_may_start(client):
     held = {**job("held", submit=0), "eligible": False, "reason": "Dependency"}
     queued = [held, job("old", submit=400), job("new", submit=900)]
