@@ -25,7 +25,7 @@ the workload manager kills a job at its limit and keeps reservations by it too.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cpsched.errors import SnapshotError
@@ -322,19 +322,45 @@ def can_ever_run(
     capacities: Sequence[Sequence[int]],
 ) -> bool:
     """Whether a job fits, on the idle machine (``capacities``: each node's), in one of
-    its partitions within its limits; a job that does not can never start."""
-    if constraints is None or not constraints.partitions:
+    its partitions within its limits and its node counts (fewest and most nodes, units
+    per node); a job that does not can never start."""
+    if constraints is None:
         return True
     wanted = [(r, a) for r, a in enumerate(unit_request) if a]
-    for name in constraints.partitions:
-        p = site.partitions[name]
-        if p.max_time is not None and time_limit > p.max_time:
+    if constraints.partitions:
+        places = [site.partitions[name] for name in constraints.partitions]
+        choices: list[tuple[Iterable[int], int | None, int | None]] = [
+            (p.nodes, p.max_nodes, p.max_time) for p in places
+        ]
+    elif constraints.counts_nodes:
+        choices = [(range(len(capacities)), None, None)]
+    else:
+        return True
+    for nodes, partition_max_nodes, max_time in choices:
+        if max_time is not None and time_limit > max_time:
             continue
-        fits = sorted(
-            (min(capacities[n][r] // a for r, a in wanted) for n in p.nodes), reverse=True
-        )
-        if p.max_nodes is not None:
-            fits = fits[: p.max_nodes]
-        if sum(fits) >= units:
+        if _fits_node_counts(constraints, units, wanted, capacities, nodes, partition_max_nodes):
             return True
     return False
+
+
+def _fits_node_counts(
+    constraints: Constraints,
+    units: int,
+    wanted: Sequence[tuple[int, int]],
+    capacities: Sequence[Sequence[int]],
+    nodes: Iterable[int],
+    partition_max_nodes: int | None,
+) -> bool:
+    """Whether ``units`` fit on ``nodes`` when idle, on at least ``min_nodes`` of them
+    (one unit each at least) and at most the job's and the partition's ``max_nodes``,
+    with at most ``tasks_per_node`` on each."""
+    per_node = constraints.tasks_per_node
+    fits = sorted((min(capacities[n][r] // a for r, a in wanted) for n in nodes), reverse=True)
+    usable = [f if per_node is None else min(f, per_node) for f in fits if f > 0]
+    if len(usable) < constraints.min_nodes or constraints.min_nodes > units:
+        return False
+    limits = [m for m in (constraints.max_nodes, partition_max_nodes) if m is not None]
+    if limits:
+        usable = usable[: min(limits)]
+    return sum(usable) >= units

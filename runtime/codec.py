@@ -36,6 +36,7 @@ from cpsched.core import (
 )
 from cpsched.core.capacity import units_fitting
 from cpsched.core.site import (
+    NO_CONSTRAINTS,
     NO_SITE,
     Constraints,
     Partition,
@@ -220,10 +221,17 @@ def _never_starts(
     # Size only (limit 1 s): a limit over MaxTime is held back (PartitionTimeLimit), as
     # the workload manager does, not refused.
     if not can_ever_run(job.constraints, job.units, job.unit_request, 1, site, nominal):
-        partitions = ", ".join(job.constraints.partitions) if job.constraints else ""
+        c = job.constraints or NO_CONSTRAINTS
+        where = f"in its partition(s) {', '.join(c.partitions)}" if c.partitions else "anywhere"
+        counts = [f"at least {c.min_nodes} nodes"] if c.min_nodes > 1 else []
+        if c.max_nodes is not None:
+            counts.append(f"at most {c.max_nodes} nodes")
+        if c.tasks_per_node is not None:
+            counts.append(f"at most {c.tasks_per_node} per node")
+        shape = f" on {', '.join(counts)}" if counts else ""
         return (
-            f"job {job.id!r} needs more than its partition(s) {partitions} hold even when "
-            "idle (or more nodes than their MaxNodes); it can never start there"
+            f"job {job.id!r}: its {job.units} units do not fit{shape} {where} even when "
+            "idle (nor within a partition's MaxNodes); it can never start there"
         )
     return None
 

@@ -24,3 +24,38 @@ def test_rules_round_trip(snap: Snapshot):
     assert [j.constraints for j in back.queued] == expected
     assert [rj.job.exclusive for rj in back.running] == [rj.job.exclusive for rj in snap.running]
     assert back.free == snap.free
+
+
+def test_jobs_whose_node_counts_no_idle_machine_meets_are_rejected_with_why():
+    from cpsched.wire.schemas import SnapshotIn
+
+    nodes = [{"name": f"n{i}", "resources": {"cpu": 4}} for i in range(2)]
+
+    def queued(job_id: str, units: int, **counts: int) -> dict[str, object]:
+        return {
+            "id": job_id,
+            "submit": 0,
+            "time_limit": 60,
+            "units": units,
+            "per_unit": {"cpu": 1},
+            **counts,
+        }
+
+    wire = SnapshotIn.model_validate(
+        {
+            "time": 10,
+            "nodes": nodes,
+            "queued": [
+                queued("three-nodes", 3, min_nodes=3),  # 2 nodes only
+                queued("two-per-node", 6, tasks_per_node=2),  # 2 x 2 < 6
+                queued("one-node", 6, max_nodes=1),  # 4 cpus on a node < 6
+                queued("fits", 6, min_nodes=2, tasks_per_node=3),
+            ],
+        }
+    )
+    translated = to_snapshot(wire)
+    reasons = {r.job_id: r.reason for r in translated.rejected}
+    assert set(reasons) == {"three-nodes", "two-per-node", "one-node"}
+    assert "at least 3 nodes" in reasons["three-nodes"] and "never start" in reasons["three-nodes"]
+    assert "at most 2 per node" in reasons["two-per-node"]
+    assert [j.id for j in translated.snapshot.queued] == ["fits"]
