@@ -6,7 +6,10 @@
 * ``/ui/clusters/{c}/decisions``: the decision log, filterable to fallbacks;
 * ``/ui/clusters/{c}/predictions``: predicted against real run times, error over time;
 * ``/ui/clusters/{c}/latency``: decision latency and fallback rate over the last hours,
-  and shadow mode's comparison with what the workload manager did.
+  and shadow mode's comparison with what the workload manager did;
+* ``/ui/clusters/{c}/jobs/{job}``: one job: its state, times, prediction and why it
+  waits, the API's answer (``GET /v1/clusters/{c}/jobs/{job}``) as a page; the search box
+  of every cluster page leads there (``/ui/clusters/{c}/jobs?id=...``).
 
 Every page checks the token before it reads anything.
 """
@@ -14,8 +17,9 @@ Every page checks the token before it reads anything.
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from cpsched.service.cluster import ClusterRuntime
@@ -105,6 +109,33 @@ def queue(
     chart = gantt.render(gantt.layout(live)) if live is not None else None
     context = _context(orchestrator, token, cluster, "queue")
     return page(request, "queue.html", {**context, "live": live, "gantt": chart})
+
+
+@router.get("/clusters/{cluster}/jobs")
+def find_job(
+    cluster: ClusterName,
+    token: Viewer,
+    orchestrator: OrchestratorDep,
+    job_id: Annotated[str, Query(alias="id", min_length=1, max_length=256)],
+) -> RedirectResponse:
+    """The search box: the job's page."""
+    _open_cluster(orchestrator, token, cluster)
+    return RedirectResponse(f"/ui/clusters/{quote(cluster)}/jobs/{quote(job_id.strip())}", 303)
+
+
+@router.get("/clusters/{cluster}/jobs/{job_id}")
+def job_page(
+    request: Request,
+    cluster: ClusterName,
+    job_id: Annotated[str, Path(min_length=1, max_length=256)],
+    token: Viewer,
+    orchestrator: OrchestratorDep,
+) -> HTMLResponse:
+    _open_cluster(orchestrator, token, cluster)
+    info = orchestrator.job_info(cluster, job_id)  # the API's answer, one function
+    context = _context(orchestrator, token, cluster, "job")
+    status = 404 if info.state == "unknown" else 200
+    return page(request, "job.html", {**context, "job": info}, status)
 
 
 @router.get("/clusters/{cluster}/decisions")

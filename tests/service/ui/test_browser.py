@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as loaded
@@ -88,6 +89,27 @@ def test_queue_and_gantt(signed_in, fed_service, screenshots):
     }
     assert starting | planned <= set(scenario.LIVE_QUEUED)
     assert starting and planned
+
+
+def test_a_job_is_searched_by_id_and_its_page_gives_the_apis_reason(
+    signed_in, fed_service, screenshots
+):
+    job_id = scenario.LIVE_QUEUED[-1]  # held back by the workload manager: a dependency
+    signed_in.get(f"{fed_service.url}/ui/clusters/kth")
+    box = signed_in.find_element(By.ID, "find-job")
+    box.send_keys(job_id)
+    box.submit()
+    WebDriverWait(signed_in, WAIT_S).until(loaded.url_matches(rf"/ui/clusters/kth/jobs/{job_id}$"))
+    assert console_problems(signed_in) == []
+    shown = texts(signed_in, "#job-why li")
+    api = httpx.get(
+        f"{fed_service.url}/v1/clusters/kth/jobs/{job_id}",
+        headers={"Authorization": f"Bearer {READER}"},
+    ).json()
+    assert api["state"] == "queued" and api["pending"]["rules"]
+    for rule in api["pending"]["rules"]:
+        assert rule in shown  # word for word
+    visit(signed_in, signed_in.current_url, screenshots, "job")
 
 
 def test_decision_log_shows_the_fallback_and_filters_on_it(signed_in, fed_service, screenshots):

@@ -140,7 +140,7 @@ def test_every_page_renders_with_the_security_headers(fed):
 def test_queue_shows_what_each_job_waits_for(fed):
     sign_in(fed)
     page = fed.get("/ui/clusters/c1").text
-    rows = re.findall(r'<th scope="row" class="job">([^<]+)</th>', page)
+    rows = re.findall(r'<th scope="row" class="job"><a [^>]*>([^<]+)</a></th>', page)
     assert rows == list(scenario.LIVE_QUEUED)
     # k-q02 asks for 16 cores; once the jobs starting now have theirs, fewer are free.
     row = page[page.index(">k-q02<") :].split("</tr>")[0]
@@ -227,3 +227,25 @@ def test_sign_in_from_the_services_own_page_is_accepted(client):
         "/ui/login", content=f"token={TOKEN}&next=/ui/", headers=same, follow_redirects=False
     )
     assert login.status_code == 303 and COOKIE in login.cookies
+
+
+def test_a_job_is_found_by_id_and_its_page_says_why_it_waits_as_the_api_does(fed):
+    job_id = scenario.LIVE_QUEUED[-1]  # held back by Slurm: a dependency
+    found = fed.get(f"/ui/clusters/c1/jobs?id={job_id}", headers=AUTH, follow_redirects=False)
+    assert found.status_code == 303
+    assert found.headers["location"] == f"/ui/clusters/c1/jobs/{job_id}"
+    html = fed.get(found.headers["location"], headers=AUTH).text
+    api = fed.get(f"/v1/clusters/c1/jobs/{job_id}", headers=AUTH).json()
+    assert api["state"] == "queued" and api["pending"]["rules"]
+    why = re.search(r'<ul id="job-why">(.*?)</ul>', html, re.S)
+    assert why is not None
+    for rule in api["pending"]["rules"]:
+        assert rule in why.group(1)  # the same words as the API's
+    queue = fed.get("/ui/clusters/c1", headers=AUTH).text
+    assert f'href="/ui/clusters/c1/jobs/{job_id}"' in queue  # the queue links each job
+
+
+def test_an_unknown_job_page_is_a_404_that_says_so(fed):
+    answer = fed.get("/ui/clusters/c1/jobs/no-such-job", headers=AUTH)
+    assert answer.status_code == 404 and "knows no job no-such-job" in answer.text
+    assert fed.get("/ui/clusters/c1/jobs?id=", headers=AUTH).status_code == 422
