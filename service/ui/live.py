@@ -35,6 +35,11 @@ class QueuedRow:
     """The site's rules holding it back or narrowing where it may go, in words."""
     wait_s: int
     """How long it has waited, as of the snapshot."""
+    limit_s: int = 0
+    """Its time limit (the user's request)."""
+    partition: str = ""
+    priority: int | None = None
+    """The site's priority, when the workload manager sends one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +77,13 @@ class LiveView:
     placed: list[Placed]
     planned: list[PlannedStart]
     rejected: dict[str, str] = field(default_factory=dict)
+    first: int = 0
+    """The queue position (from 0) of the first row listed."""
 
 
-def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS) -> LiveView | None:
-    """The cluster as its last snapshot and decision show it; None before the first one
-    since the service started."""
+def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS, first: int = 0) -> LiveView | None:
+    """The cluster as its last snapshot and decision show it, the queue from position
+    ``first`` (``limit`` rows); None before the first snapshot since the service started."""
     with runtime.lock:
         snapshot, decision = runtime.last_snapshot, runtime.last_decision
         if snapshot is None or decision is None:
@@ -94,7 +101,7 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS) -> LiveView | No
         nodes=[n.name for n in snapshot.nodes],
         queue=[
             _queued_row(snapshot, job, durations, planned, job.id in starting, free)
-            for job in snapshot.queued[:limit]
+            for job in snapshot.queued[first : first + limit]
         ],
         queued_total=len(snapshot.queued),
         placed=_placed(snapshot, decision, durations),
@@ -104,6 +111,7 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS) -> LiveView | No
             if job.id in planned and job.id not in starting
         ],
         rejected=rejected,
+        first=first,
     )
 
 
@@ -143,6 +151,9 @@ def _queued_row(
         waits_for={} if starting else waits_for(snapshot, job, rules, free),
         rules=rules,
         wait_s=max(0, snapshot.time - job.submit),
+        limit_s=job.time_limit,
+        partition=job.queue,
+        priority=job.priority,
     )
 
 

@@ -34,7 +34,7 @@ from cpsched.service.ui.figures import (
     latency_figures,
     shadow_figures,
 )
-from cpsched.service.ui.live import live_view
+from cpsched.service.ui.live import QUEUE_ROWS, live_view
 from cpsched.service.ui.render import page
 from cpsched.service.ui.session import viewer
 
@@ -102,13 +102,30 @@ def index(request: Request, token: Viewer, orchestrator: OrchestratorDep) -> HTM
 
 @router.get("/clusters/{cluster}")
 def queue(
-    request: Request, cluster: ClusterName, token: Viewer, orchestrator: OrchestratorDep
+    request: Request,
+    cluster: ClusterName,
+    token: Viewer,
+    orchestrator: OrchestratorDep,
+    page_number: Annotated[int, Query(alias="page", ge=1, le=10_000)] = 1,
 ) -> HTMLResponse:
     runtime, _ = _open_cluster(orchestrator, token, cluster)
-    live = live_view(runtime)
-    chart = gantt.render(gantt.layout(live)) if live is not None else None
+    live = live_view(runtime, QUEUE_ROWS, (page_number - 1) * QUEUE_ROWS)
+    layout = gantt.layout(live) if live is not None else None
+    chart = gantt.render(layout) if layout is not None else None
+    pages = 1 if live is None else max(1, -(-live.queued_total // QUEUE_ROWS))
     context = _context(orchestrator, token, cluster, "queue")
-    return page(request, "queue.html", {**context, "live": live, "gantt": chart})
+    return page(
+        request,
+        "queue.html",
+        {
+            **context,
+            "live": live,
+            "gantt": chart,
+            "layout": layout,
+            "page": page_number,
+            "pages": pages,
+        },
+    )
 
 
 @router.get("/clusters/{cluster}/jobs")

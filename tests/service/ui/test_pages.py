@@ -249,3 +249,17 @@ def test_an_unknown_job_page_is_a_404_that_says_so(fed):
     answer = fed.get("/ui/clusters/c1/jobs/no-such-job", headers=AUTH)
     assert answer.status_code == 404 and "knows no job no-such-job" in answer.text
     assert fed.get("/ui/clusters/c1/jobs?id=", headers=AUTH).status_code == 422
+
+
+def test_the_whole_queue_is_paged_and_the_gantt_says_what_it_leaves_out(make_client):
+    client = make_client()  # EASY
+    queued = [job(f"q{i:04d}", submit=i, units=2) for i in range(1100)]
+    dispatch(client, snapshot(time=5000, queued=queued))
+    first = client.get("/ui/clusters/c1", headers=AUTH).text
+    assert "1 to 500 of 1100" in first and "page 1 of 3" in first
+    last = client.get("/ui/clusters/c1?page=3", headers=AUTH).text
+    assert "1001 to 1100 of 1100" in last
+    assert ">q1099</a>" in last and ">q0000</a>" not in last
+    note = re.search(r'<p class="note" id="gantt-note">(.*?)</p>', first, re.S)
+    assert note is not None and "idle nodes left out" in note.group(1)
+    assert client.get("/ui/clusters/c1?page=0", headers=AUTH).status_code == 422
