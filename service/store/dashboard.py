@@ -55,6 +55,16 @@ def decision_page(
     return list(session.scalars(query))
 
 
+def decision_of(session: Session, cluster: int, decision_id: int) -> DecisionRow | None:
+    """One audit row of ``cluster`` (its snapshot left unread), or None."""
+    query = (
+        select(DecisionRow)
+        .options(load_only(*_LOG_COLUMNS))
+        .where(DecisionRow.cluster_id == cluster, DecisionRow.id == decision_id)
+    )
+    return session.scalars(query).first()
+
+
 _LOG_COLUMNS = (
     DecisionRow.id,
     DecisionRow.snapshot_time,

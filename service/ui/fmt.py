@@ -44,4 +44,43 @@ def percent(x: float | None) -> str:
     return f"{100 * x:.1f} %"
 
 
-FILTERS = {"clock": clock, "span": span, "number": number, "percent": percent}
+FALLBACK_REASONS = {
+    "deadline": "the dispatcher had not answered by the deadline",
+    "model too large": "the model would have been too large to build and solve in time",
+    "invalid": "the dispatcher's decision broke a rule, and the validator refused it",
+    "error": "the dispatcher failed (the service log has the error)",
+    "solver": "the solver found no solution within its limits",
+}
+
+
+def fallback_reason(reason: str | None) -> str:
+    """Why the fallback answered, in words."""
+    if not reason:
+        return "no reason given"
+    if reason.startswith("no time left for "):
+        return f"the deadline came before the {reason.removeprefix('no time left for ')} phase"
+    if reason.startswith("no CP solution"):
+        return (
+            f"the solver found no solution in time {reason.removeprefix('no CP solution').strip()}"
+        )
+    return FALLBACK_REASONS.get(reason, reason)
+
+
+def phases(notes: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """The phase times a CP call noted (``phases ms: fallback 0.4, prepare 0.3, ...``), as
+    (phase, milliseconds) pairs; none for a heuristic."""
+    for note in notes:
+        if note.startswith("phases ms: "):
+            pairs = (part.rsplit(" ", 1) for part in note.removeprefix("phases ms: ").split(", "))
+            return [(name, ms) for name, ms in (p for p in pairs if len(p) == 2)]
+    return []
+
+
+FILTERS = {
+    "clock": clock,
+    "span": span,
+    "number": number,
+    "percent": percent,
+    "fallback_reason": fallback_reason,
+    "phases": phases,
+}

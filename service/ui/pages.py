@@ -178,6 +178,24 @@ def decisions(
     )
 
 
+@router.get("/clusters/{cluster}/decisions/{decision_id}")
+def decision(
+    request: Request,
+    cluster: ClusterName,
+    decision_id: Annotated[int, Path(ge=1, le=2**62)],
+    token: Viewer,
+    orchestrator: OrchestratorDep,
+) -> HTMLResponse:
+    runtime, cluster_id = _open_cluster(orchestrator, token, cluster)
+    with orchestrator.sessions() as session:
+        row = dashboard.decision_of(session, cluster_id, decision_id)
+    if row is None:
+        raise PageError(404, f"No decision #{decision_id} on {cluster}.")
+    context = _context(orchestrator, token, cluster, "decisions")
+    deadline_ms = runtime.policy.deadline * 1000
+    return page(request, "decision.html", {**context, "row": row, "deadline_ms": deadline_ms})
+
+
 @router.get("/clusters/{cluster}/predictions")
 def predictions(
     request: Request, cluster: ClusterName, token: Viewer, orchestrator: OrchestratorDep

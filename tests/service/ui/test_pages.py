@@ -263,3 +263,30 @@ def test_the_whole_queue_is_paged_and_the_gantt_says_what_it_leaves_out(make_cli
     note = re.search(r'<p class="note" id="gantt-note">(.*?)</p>', first, re.S)
     assert note is not None and "idle nodes left out" in note.group(1)
     assert client.get("/ui/clusters/c1?page=0", headers=AUTH).status_code == 422
+
+
+def test_a_decision_reads_in_words_with_its_starts_notes_and_phase_times(fed):
+    sign_in(fed)
+    log = fed.get("/ui/clusters/c1/decisions").text
+    ids = re.findall(r'href="/ui/clusters/c1/decisions/(\d+)"', log)
+    assert len(ids) == 2  # the live decision (PCP3), then the burst (the fallback)
+    live = fed.get(f"/ui/clusters/c1/decisions/{ids[0]}").text
+    assert "was its own" in live and 'id="decision-starts"' in live
+    assert 'href="/ui/clusters/c1/jobs/' in live  # each start links its job
+    assert 'id="decision-phases"' in live and ">solve</th>" in live  # a CP call's phases
+    burst = fed.get(f"/ui/clusters/c1/decisions/{ids[1]}").text
+    assert "came from the <strong>fallback</strong> because the model would have been" in burst
+    assert "of the 5,000 ms the service has per answer" in burst
+    assert fed.get("/ui/clusters/c1/decisions/999999").status_code == 404
+
+
+def test_fallback_reasons_read_in_words():
+    from cpsched.service.ui.fmt import fallback_reason, phases
+
+    assert fallback_reason("no time left for solve") == "the deadline came before the solve phase"
+    assert fallback_reason("deadline").startswith("the dispatcher had not answered")
+    assert fallback_reason("something new") == "something new"
+    assert phases(("x", "phases ms: fallback 0.4, solve 12.0")) == [
+        ("fallback", "0.4"),
+        ("solve", "12.0"),
+    ]
