@@ -59,6 +59,8 @@ def signed_in(browser: Any, fed_service: FedService) -> Any:
     assert console_problems(browser) == []
     # The session cookie is out of the page's reach.
     assert "cpsched_session" not in browser.execute_script("return document.cookie")
+    # The in-place refresh (on by default) would swap pages under the tests' feet.
+    browser.execute_script("window.localStorage.setItem('cpsched.autorefresh', '0')")
     return browser
 
 
