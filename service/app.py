@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from cpsched import __version__
 from cpsched.errors import ConfigError
+from cpsched.service.api_docs import install_api_docs
 from cpsched.service.asgi import StampArrival
 from cpsched.service.auth import BearerAuth
 from cpsched.service.body_limit import BodyLimit
@@ -71,6 +72,8 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         version=__version__,
         summary="External constraint-programming scheduler for Slurm and PBS clusters.",
         lifespan=lifespan,
+        docs_url=None,  # served by install_api_docs, without a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.orchestrator = orchestrator
@@ -93,4 +96,5 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     for module in (dispatch, jobs, decisions, health):
         app.include_router(module.router)
     install_ui(app)
+    install_api_docs(app)
     return app

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import func, select
 
@@ -439,3 +441,15 @@ def test_default_policy_answers_with_hcp3(make_client):
     decision = dispatch(client, snapshot(queued=[job("q1"), job("q2", units=3)])).json()
     assert decision["diagnostics"]["dispatcher"] == "hcp3"
     assert {s["job_id"] for s in decision["starts"]} == {"q1", "q2"}
+
+
+def test_api_docs_are_served_from_the_service_itself(client):
+    docs = client.get("/docs")
+    assert docs.status_code == 200
+    policy = docs.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "'unsafe-inline'" not in policy.split("style-src")[0]
+    sources = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+    assert sources and all(s.startswith("/") for s in sources)  # no CDN
+    for source in sources:
+        assert client.get(source).status_code == 200, source
+    assert client.get("/redoc").status_code == 404
