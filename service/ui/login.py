@@ -26,14 +26,21 @@ def login_form(
 
 
 def cross_origin(request: Request) -> bool:
-    """Whether a browser sent this form from another site (login CSRF): its ``Origin``
-    is not this service's, or ``Sec-Fetch-Site`` says cross-site. A request with neither
-    header comes from no browser (curl, a script) and is not a cross-site forgery."""
+    """Whether a browser sent this form from another site (login CSRF).
+
+    ``Sec-Fetch-Site`` decides where the browser sends it (every current one does): only
+    ``same-origin`` (or ``none``, typed by the user) passes. Else the ``Origin`` must be
+    this service's; ``null`` (a sandboxed frame, or a page whose referrer policy hides
+    its origin) does not pass. A request with neither header comes from no browser (curl,
+    a script) and is no cross-site forgery."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in {"same-origin", "none"}
     origin = request.headers.get("origin")
-    if origin is not None:
-        host = request.headers.get("host", "")
-        return origin not in {f"{request.url.scheme}://{host}", f"http://{host}", f"https://{host}"}
-    return request.headers.get("sec-fetch-site", "same-origin") not in {"same-origin", "none"}
+    if origin is None:
+        return False
+    host = request.headers.get("host", "")
+    return origin not in {f"{request.url.scheme}://{host}", f"http://{host}", f"https://{host}"}
 
 
 def refused_cross_origin() -> Response:

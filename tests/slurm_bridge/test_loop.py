@@ -290,7 +290,7 @@ def test_the_record_of_ended_jobs_is_read_once_a_minute_and_squeue_every_cycle(
     bridge.cycle()
     done = replace(held("3"), state="completed", start=900, end=990, held_for_us=False)
     cluster.state = replace(state(done), time=1030)
-    cluster.ended = [replace(held("4"), state="completed", start=10, end=20)]
+    cluster.ended = [replace(held("4"), state="completed", start=110, end=120)]
     bridge.cycle()
     assert reads == 1 and [j["id"] for j in service.posted_finished] == ["3"]
     cluster.state = replace(state(), time=1060)
