@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cpsched.errors import InputError
-from cpsched.replay.metrics import DIGITS, LENGTH_CLASSES
+from cpsched.replay.metrics import LENGTH_CLASSES, mean_or_none, rounded
 
 SIZE_CLASSES: tuple[tuple[str, int, int | None], ...] = (
     ("1 cpu", 1, 1),
@@ -64,14 +64,6 @@ class Waits:
         )
 
 
-def _num(x: float | np.number) -> float:
-    return round(float(x), DIGITS)
-
-
-def _mean(values: np.ndarray) -> float | None:
-    return None if values.size == 0 else _num(values.mean())
-
-
 def job_by_job(run: Waits, baseline: Waits) -> dict[str, object]:
     """``run`` against ``baseline``, job by job; both must hold the same jobs."""
     if len(run.job_id) != len(baseline.job_id) or not np.array_equal(run.job_id, baseline.job_id):
@@ -85,7 +77,7 @@ def job_by_job(run: Waits, baseline: Waits) -> dict[str, object]:
     later = run.wait - baseline.wait  # the same submit times: a later start is a longer wait
 
     def share(mask: np.ndarray) -> float | None:
-        return _num(mask.mean()) if n else None
+        return rounded(mask.mean()) if n else None
 
     out: dict[str, object] = {
         "jobs": n,
@@ -93,9 +85,9 @@ def job_by_job(run: Waits, baseline: Waits) -> dict[str, object]:
         "same": share(later == 0),
         "later": share(later > 0),
         **{key: share(later > seconds) for key, seconds in LATER_BY_S.items()},
-        "p99_wait_s": _num(np.percentile(run.wait, 99)) if n else None,
+        "p99_wait_s": rounded(np.percentile(run.wait, 99)) if n else None,
         "max_wait_s": int(run.wait.max()) if n else None,
-        "baseline_p99_wait_s": _num(np.percentile(baseline.wait, 99)) if n else None,
+        "baseline_p99_wait_s": rounded(np.percentile(baseline.wait, 99)) if n else None,
         "baseline_max_wait_s": int(baseline.wait.max()) if n else None,
     }
     by_size: dict[str, object] = {}
@@ -113,8 +105,8 @@ def job_by_job(run: Waits, baseline: Waits) -> dict[str, object]:
 def _class(wait: np.ndarray, baseline_wait: np.ndarray) -> dict[str, object]:
     return {
         "jobs": int(wait.size),
-        "mean_wait_s": _mean(wait),
-        "baseline_mean_wait_s": _mean(baseline_wait),
+        "mean_wait_s": mean_or_none(wait),
+        "baseline_mean_wait_s": mean_or_none(baseline_wait),
     }
 
 

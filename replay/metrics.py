@@ -75,7 +75,8 @@ def warmup_count(n_jobs: int, warmup_fraction: float) -> int:
     return math.floor(warmup_fraction * n_jobs + 1e-9)
 
 
-def _num(x: float | np.number | None) -> float | None:
+def rounded(x: float | np.number | None) -> float | None:
+    """``x`` rounded to :data:`DIGITS` places; None for None or a non-finite value."""
     if x is None:
         return None
     value = float(x)
@@ -89,15 +90,15 @@ def _int(x: int | np.integer | None) -> int | None:
 def _stats(values: np.ndarray, prefix: str, suffix: str = "") -> dict[str, float | None]:
     empty = values.size == 0
     return {
-        f"mean_{prefix}{suffix}": None if empty else _num(values.mean()),
-        f"median_{prefix}{suffix}": None if empty else _num(np.median(values)),
-        f"p95_{prefix}{suffix}": None if empty else _num(np.percentile(values, 95)),
-        f"max_{prefix}{suffix}": None if empty else _num(values.max()),
+        f"mean_{prefix}{suffix}": None if empty else rounded(values.mean()),
+        f"median_{prefix}{suffix}": None if empty else rounded(np.median(values)),
+        f"p95_{prefix}{suffix}": None if empty else rounded(np.percentile(values, 95)),
+        f"max_{prefix}{suffix}": None if empty else rounded(values.max()),
     }
 
 
-def _mean(values: np.ndarray) -> float | None:
-    return None if values.size == 0 else _num(values.mean())
+def mean_or_none(values: np.ndarray) -> float | None:
+    return None if values.size == 0 else rounded(values.mean())
 
 
 def _step_integral(time: np.ndarray, values: np.ndarray, t0: int, t1: int) -> np.ndarray:
@@ -128,8 +129,8 @@ def _machine(result: ReplayResult) -> dict[str, object]:
     if span > 0 and len(series):
         used = _step_integral(series.time, series.used, t0, t1)
         for name, cap, u in zip(names, series.capacity, used, strict=True):
-            utilisation[name] = _num(float(u) / (cap * span)) if cap > 0 else None
-        mean_queue = _num(float(_step_integral(series.time, series.queue_length, t0, t1)) / span)
+            utilisation[name] = rounded(float(u) / (cap * span)) if cap > 0 else None
+        mean_queue = rounded(float(_step_integral(series.time, series.queue_length, t0, t1)) / span)
     elif span > 0:
         utilisation = dict.fromkeys(names, 0.0)
         mean_queue = 0.0
@@ -152,17 +153,17 @@ def _dispatch(result: ReplayResult, include_timings: bool) -> dict[str, object]:
         "model_size": None
         if d.model_size is None
         else {
-            name: {"mean": _mean(v), "max": _int(v.max()) if v.size else None}
+            name: {"mean": mean_or_none(v), "max": _int(v.max()) if v.size else None}
             for name, v in sorted(d.model_size.items())
         },
     }
     if include_timings:
         ms = d.wall_ms
         some = ms.size > 0
-        out[TIMING_PREFIX + "mean"] = _num(ms.mean()) if some else None
-        out[TIMING_PREFIX + "p50"] = _num(np.percentile(ms, 50)) if some else None
-        out[TIMING_PREFIX + "p99"] = _num(np.percentile(ms, 99)) if some else None
-        out[TIMING_PREFIX + "max"] = _num(ms.max()) if some else None
+        out[TIMING_PREFIX + "mean"] = rounded(ms.mean()) if some else None
+        out[TIMING_PREFIX + "p50"] = rounded(np.percentile(ms, 50)) if some else None
+        out[TIMING_PREFIX + "p99"] = rounded(np.percentile(ms, 99)) if some else None
+        out[TIMING_PREFIX + "max"] = rounded(ms.max()) if some else None
         out[REPLAY_WALL] = None if d.run_s is None else round(d.run_s, 3)
     return out
 
@@ -175,10 +176,10 @@ def _by_class(m: JobMetrics, keep: slice) -> dict[str, dict[str, object]]:
         wait = m.wait[keep][sel]
         out[name] = {
             "jobs": int(sel.sum()),
-            "mean_wait_s": _mean(wait),
+            "mean_wait_s": mean_or_none(wait),
             "max_wait_s": _int(wait.max()) if wait.size else None,
-            "mean_slowdown": _mean(m.slowdown[keep][sel]),
-            "mean_bounded_slowdown": _mean(m.bounded_slowdown[keep][sel]),
+            "mean_slowdown": mean_or_none(m.slowdown[keep][sel]),
+            "mean_bounded_slowdown": mean_or_none(m.bounded_slowdown[keep][sel]),
         }
     return out
 
@@ -188,9 +189,9 @@ def _predictor(jobs: JobRecords, keep: slice) -> dict[str, float | None]:
     if actual.size == 0:
         return {"mae_s": None, "under_rate": None, "over_rate": None}
     return {
-        "mae_s": _num(np.abs(actual - predicted).mean()),
-        "under_rate": _num((predicted < actual).mean()),
-        "over_rate": _num((predicted > actual).mean()),
+        "mae_s": rounded(np.abs(actual - predicted).mean()),
+        "under_rate": rounded((predicted < actual).mean()),
+        "over_rate": rounded((predicted > actual).mean()),
     }
 
 
@@ -234,12 +235,12 @@ def summarise(
         **_stats(wait, "wait", "_s"),
         "max_wait_s": _int(wait.max()) if wait.size else None,
         **_stats(m.slowdown[keep], "slowdown"),
-        "mean_bounded_slowdown": _mean(m.bounded_slowdown[keep]),
+        "mean_bounded_slowdown": mean_or_none(m.bounded_slowdown[keep]),
         "killed_jobs": int(jobs.killed.sum()),
         "killed_jobs_after_warmup": int(jobs.killed[keep].sum()),
         "mean_allocation_efficiency": None
         if jobs.efficiency is None
-        else _mean(jobs.efficiency[keep]),
+        else mean_or_none(jobs.efficiency[keep]),
         **_machine(result),
         **_dispatch(result, include_timings),
         "by_length_class": _by_class(m, keep),

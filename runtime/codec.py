@@ -203,24 +203,43 @@ def core_job(
     )
 
 
-def _never_starts(
-    job: Job,
-    site: Site,
-    nominal: Sequence[tuple[int, ...]],
-    room: dict[tuple[tuple[int, int], ...], int],
-) -> str | None:
-    """Why ``job`` can never start even on the idle machine (its nodes' ``nominal``
-    capacities), or None; ``room`` caches the units each job shape fits in all."""
-    if job.wanted not in room:
-        room[job.wanted] = sum(units_fitting(row, job.wanted) for row in nominal)
-    if room[job.wanted] < job.units:
+@dataclass
+class IdleMachine:
+    """The snapshot's machine when idle (its nodes' ``nominal`` capacities) under the
+    site's rules, with what was worked out per job shape: a queue of 100,000 jobs repeats
+    a few dozen shapes."""
+
+    site: Site
+    nominal: Sequence[tuple[int, ...]]
+    units: dict[tuple[tuple[int, int], ...], int] = field(default_factory=dict)
+    """Units of each shape (``Job.wanted``) the whole idle machine holds."""
+    runs: dict[tuple[object, ...], bool] = field(default_factory=dict)
+    """Whether a shape, size and set of constraints fits within the site's rules."""
+
+    def holds(self, job: Job) -> bool:
+        if job.wanted not in self.units:
+            self.units[job.wanted] = sum(units_fitting(row, job.wanted) for row in self.nominal)
+        return self.units[job.wanted] >= job.units
+
+    def runs_within_rules(self, job: Job) -> bool:
+        key = (job.wanted, job.units, job.constraints)
+        if key not in self.runs:
+            # Size only (limit 1 s): a limit over MaxTime is held back
+            # (PartitionTimeLimit), as the workload manager does, not refused.
+            self.runs[key] = can_ever_run(
+                job.constraints, job.units, job.unit_request, 1, self.site, self.nominal
+            )
+        return self.runs[key]
+
+
+def _never_starts(job: Job, idle: IdleMachine) -> str | None:
+    """Why ``job`` can never start even on the idle machine, or None."""
+    if not idle.holds(job):
         return (
             f"job {job.id!r} needs more than the whole cluster has even when idle; it can "
             "never start: resize or cancel it"
         )
-    # Size only (limit 1 s): a limit over MaxTime is held back (PartitionTimeLimit), as
-    # the workload manager does, not refused.
-    if not can_ever_run(job.constraints, job.units, job.unit_request, 1, site, nominal):
+    if not idle.runs_within_rules(job):
         c = job.constraints or NO_CONSTRAINTS
         where = f"in its partition(s) {', '.join(c.partitions)}" if c.partitions else "anywhere"
         counts = [f"at least {c.min_nodes} nodes"] if c.min_nodes > 1 else []
@@ -347,8 +366,7 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
     notes: list[str] = []
     nodes = _nodes(wire.nodes, used, names, notes)
     nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
-    # Units of each job shape the idle machine could hold; queues repeat a few shapes.
-    room: dict[tuple[tuple[int, int], ...], int] = {}
+    idle = IdleMachine(site, nominal)
     # What each request shape (per_unit's items) is on this snapshot's types: a queue of
     # 100,000 jobs repeats a few dozen.
     shapes: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}
@@ -360,7 +378,7 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
         seen.add(wj.id)
         outcome = _remembered(earlier.queued, wj)
         if outcome is None:
-            outcome = _queued_job(wj, names, index, site, shapes, nominal, room)
+            outcome = _queued_job(wj, names, index, site, shapes, idle)
         queued_memo[wj.id] = (wj, outcome)
         if isinstance(outcome, RejectedJobOut):
             rejected.append(outcome)
@@ -425,8 +443,7 @@ def _queued_job(
     index: Mapping[str, int],
     site: Site,
     shapes: dict[tuple[tuple[str, int], ...], tuple[int, ...]],
-    nominal: Sequence[tuple[int, ...]],
-    room: dict[tuple[tuple[int, int], ...], int],
+    idle: IdleMachine,
 ) -> Job | RejectedJobOut:
     """The core job of a queued wire job, or why it is left out of the decision."""
     try:
@@ -437,7 +454,7 @@ def _queued_job(
         job = core_job(wj, amounts, names, job_constraints(wj, site))
     except SnapshotError as exc:
         return RejectedJobOut(job_id=wj.id, reason=str(exc))
-    never = _never_starts(job, site, nominal, room)
+    never = _never_starts(job, idle)
     if never is not None:
         return RejectedJobOut(job_id=wj.id, reason=never)
     return job

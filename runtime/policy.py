@@ -379,14 +379,7 @@ class Policy(BaseModel):
         (:meth:`search_config`)."""
         state = state if state is not None else DispatcherState()
         correction = self.correction_policy(system_cap)
-        fallback = make_fallback(
-            state=state,
-            plan=plan,
-            backfill_order=self.backfill_order,
-            queue_order=self.priority,
-            depth=self.fallback_depth or None,
-            split_wait=self.split_wait,
-        )
+        fallback = self._fallback(state, plan)
         dispatcher = make_dispatcher(
             self.dispatcher,
             self.allocator,
@@ -422,8 +415,21 @@ class Policy(BaseModel):
         self, *, system_cap: int | None = None, state: DispatcherState | None = None
     ) -> Dispatcher:
         """The heuristic answering when the dispatcher cannot in time, with its
-        corrections (:meth:`make_dispatchers`' second)."""
-        return self.make_dispatchers(system_cap=system_cap, state=state)[1]
+        corrections, as :meth:`make_dispatchers` builds it (without the dispatcher)."""
+        fallback = self._fallback(state if state is not None else DispatcherState(), True)
+        return corrected(fallback, self.correction_policy(system_cap))
+
+    def _fallback(self, state: DispatcherState, plan: bool) -> Dispatcher:
+        """EASY on best-fit with the policy's backfill order, queue order, depth and
+        split wait, learning into ``state``; no corrections."""
+        return make_fallback(
+            state=state,
+            plan=plan,
+            backfill_order=self.backfill_order,
+            queue_order=self.priority,
+            depth=self.fallback_depth or None,
+            split_wait=self.split_wait,
+        )
 
     def make_predictor(
         self, *, background: bool = False, run_times: Mapping[str, int] | None = None

@@ -291,7 +291,7 @@ def _work_used(config: SearchConfig, solver: cp_model.CpSolver) -> float:
     """The deterministic time a run used, where the call has a work budget (else 0)."""
     if not config.deterministic:
         return 0.0
-    return float(solver.response_proto.deterministic_time)
+    return float(solver.deterministic_time)  # not response_proto: a copy of the solution
 
 
 def _solver(config: SearchConfig, limit: float, left: float) -> cp_model.CpSolver:

@@ -69,7 +69,7 @@ class FakeSolver:
         self.objective_value = 0.0
 
     def solve(self, model):
-        self.used = min(self.limit, self.left)  # in seconds or in work: each run uses its limit
+        self.used = self.deterministic_time = min(self.limit, self.left)  # each run: its limit
         self.clock.now += self.used
         code, objective = next(self.results)
         self.objective_value = float(objective or 0)
@@ -78,7 +78,7 @@ class FakeSolver:
     @property
     def response_proto(self):
         # The loop's one variable (index 0) takes the objective's value.
-        return SimpleNamespace(solution=[int(self.objective_value)], deterministic_time=self.used)
+        return SimpleNamespace(solution=[int(self.objective_value)])
 
 
 def run_loop(monkeypatch, config, results, incumbent=None):
@@ -181,7 +181,7 @@ def test_the_incumbent_hint_against_the_solvers_solutions(monkeypatch, result, e
 def test_the_hint_plan_answers_when_the_solver_finds_nothing(monkeypatch):
     class Silent:  # a solver that never finds anything in its time
         objective_value = 0.0
-        response_proto = SimpleNamespace(deterministic_time=0.1)
+        deterministic_time = 0.1
 
         def solve(self, model):
             return cp_model.UNKNOWN
