@@ -52,7 +52,8 @@ from cpsched.cli.local_service import LocalService, free_port, write_config
 from cpsched.slurm_bridge.config import BridgeSettings
 from cpsched.slurm_bridge.factory import make_backend
 from cpsched.slurm_bridge.loop import Bridge
-from cpsched.slurm_bridge.pbs import exec_vnode_units, pbs_time
+from cpsched.slurm_bridge.pbs import exec_vnode_chunks, parse_vnodes, pbs_time
+from cpsched.slurm_bridge.pbs_hosts import HostLayout
 from cpsched.slurm_bridge.runner import SubprocessRunner
 from cpsched.wire.client import ServiceClient
 
@@ -189,9 +190,12 @@ def run_once(name: str, jobs: list[BenchJob], work: Path, outage_s: float) -> di
             json.loads(line) for line in bridge.settings.audit_log_path.read_text().splitlines()
         ]
         decided = {e["job"]: e["allocation"] for e in audit if e["event"] == "start"}
+        # Decisions name hosts (the nodes the service knows); PBS reports vnodes.
+        hosts = HostLayout.of(parse_vnodes(json.loads(sh("pbsnodes", "-av", "-F", "json")), []))
         elsewhere = []
         for job_id, allocation in decided.items():
-            real = exec_vnode_units(str((final.get(job_id) or {}).get("exec_vnode", "")))
+            exec_vnode = str((final.get(job_id) or {}).get("exec_vnode", ""))
+            real = hosts.chunks_per_node(exec_vnode_chunks(exec_vnode))
             if set(real) != set(allocation):
                 elsewhere.append(job_id)
                 print(f"  [{name}] job {job_id} decided {allocation}, ran {real}", file=sys.stderr)

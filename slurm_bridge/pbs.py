@@ -45,6 +45,9 @@ from cpsched.slurm_bridge.model import (
     NodeView,
     PartitionView,
 )
+from cpsched.slurm_bridge.pbs_hosts import HostLayout, Vnode
+from cpsched.slurm_bridge.pbs_reservations import is_reservation_queue, parse_reservations
+from cpsched.slurm_bridge.pbs_units import pbs_time, size_mib, walltime_s, walltime_text
 from cpsched.slurm_bridge.refresh import Refreshed
 from cpsched.slurm_bridge.runner import Runner
 
@@ -65,49 +68,6 @@ QUEUES_TTL_S = 60.0
 HOLD = "o"
 """The hold the kit's hook puts on every job: an operator hold, which users cannot lift
 and PBS's dependencies (system holds) leave alone."""
-_SIZE = re.compile(r"^(\d+)(b|kb|mb|gb|tb|w|kw|mw|gw|tw)?$", re.IGNORECASE)
-_MIB = {"b": 1 / 2**20, "kb": 1 / 1024, "mb": 1, "gb": 1024, "tb": 1024**2}
-
-
-def size_mib(value: Any) -> int:
-    """PBS size (``"527672488kb"``, ``"8gb"``, ``1024`` bytes) → MiB, rounded up."""
-    if isinstance(value, int):
-        return -(-value // 2**20)
-    match = _SIZE.match(str(value).strip())
-    if not match:
-        raise StateParseError(f"cannot read PBS size {value!r}")
-    unit = (match.group(2) or "b").lower()
-    if unit.endswith("w"):  # words: 8 bytes
-        unit, factor = (unit[:-1] or "") + "b", 8
-    else:
-        factor = 1
-    return max(0, -(-int(int(match.group(1)) * factor * _MIB[unit if unit != "b" else "b"]) // 1))
-
-
-def walltime_s(value: Any) -> int | None:
-    """``"01:30:00"`` / ``"90:00"`` / ``5400`` → seconds."""
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    parts = [int(p) for p in str(value).split(":")]
-    seconds = 0
-    for part in parts:
-        seconds = seconds * 60 + part
-    return seconds
-
-
-def walltime_text(seconds: int) -> str:
-    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-def pbs_time(value: Any) -> int | None:
-    """``"Fri Aug 20 23:14:08 2021"`` (server local time) or epoch → epoch seconds."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, int):
-        return value
-    return int(time.mktime(time.strptime(str(value), "%a %b %d %H:%M:%S %Y")))
 
 
 def _amounts(resources: Mapping[str, Any]) -> Amounts:
@@ -136,31 +96,41 @@ def node_state(state: str) -> NodeStateName:
     return "up"
 
 
-def parse_nodes(doc: Mapping[str, Any], queues: list[str]) -> dict[str, NodeView]:
+def parse_vnodes(doc: Mapping[str, Any], queues: list[str]) -> list[Vnode]:
+    """``pbsnodes -av -F json`` → its vnodes that run jobs (of ``queues``, when given)."""
     try:
         raw_nodes = doc["nodes"]
     except KeyError:
         raise StateParseError(
             "pbsnodes JSON has no 'nodes' (is this `pbsnodes -av -F json`?)"
         ) from None
-    nodes: dict[str, NodeView] = {}
+    vnodes: list[Vnode] = []
     for name, raw in raw_nodes.items():
-        queue = raw.get("queue")
+        queue = str(raw.get("queue") or "")
         if queues and queue and queue not in queues:
             continue
-        capacity = _amounts(raw.get("resources_available", {}))
+        available = raw.get("resources_available", {})
+        capacity = _amounts(available)
         capacity.setdefault("cpu", int(raw.get("pcpus", 0)))
         if capacity["cpu"] <= 0:
             continue  # runs nothing: a mom's natural vnode beside its defined vnodes
         used = _amounts(raw.get("resources_assigned", {}))
-        nodes[name] = NodeView(
-            name=name,
-            capacity=capacity,
-            used={r: used.get(r, 0) for r in capacity},
-            state=node_state(str(raw.get("state", ""))),
-            partitions=(queue,) if queue else (),
+        vnodes.append(
+            Vnode(
+                name=name,
+                host=str(available.get("host") or raw.get("Mom") or name),
+                queue=queue,
+                capacity=capacity,
+                used={r: used.get(r, 0) for r in capacity},
+                state=node_state(str(raw.get("state", ""))),
+            )
         )
-    return nodes
+    return vnodes
+
+
+def parse_nodes(doc: Mapping[str, Any], queues: list[str]) -> dict[str, NodeView]:
+    """The nodes the service is sent: one per PBS host (and queue), see ``pbs_hosts``."""
+    return HostLayout.of(parse_vnodes(doc, queues)).nodes()
 
 
 def _chunk(spec: str) -> tuple[int, Amounts]:
@@ -286,7 +256,7 @@ def queue_partitions(
     """Each queue's vnodes (those naming it, else those naming no queue) and limits."""
     free_for_all = tuple(name for name, node in nodes.items() if not node.partitions)
     partitions: dict[str, PartitionView] = {}
-    for queue in sorted(queues):
+    for queue in sorted(q for q in queues if not is_reservation_queue(q)):
         own = tuple(name for name, node in nodes.items() if queue in node.partitions)
         limit = (limits or {}).get(queue, QueueLimits())
         partitions[queue] = PartitionView(
@@ -316,19 +286,23 @@ def hold_back_by_queue(jobs: list[JobView], limits: Mapping[str, QueueLimits]) -
     return out
 
 
-def exec_vnode_units(exec_vnode: str) -> dict[str, int]:
-    """``"(n1:ncpus=4)+(n1:ncpus=4)+(n2:ncpus=4)"`` → {"n1": 2, "n2": 1} (chunks per node)."""
-    counts: dict[str, int] = {}
-    for chunk in re.findall(r"\(([^)]*)\)", exec_vnode):
-        for piece in chunk.split("+"):  # a chunk may span vnodes: (a:ncpus=2+b:ncpus=2)
-            counts[piece.split(":", 1)[0]] = counts.get(piece.split(":", 1)[0], 0) + 1
-            break
-    return counts
+def exec_vnode_chunks(exec_vnode: str) -> list[str]:
+    """``"(n1:ncpus=4)+(n1:ncpus=2+n2:ncpus=2)"`` → ["n1", "n1"]: each chunk's first vnode
+    (a chunk may span vnodes of its host)."""
+    return [chunk.split(":", 1)[0] for chunk in re.findall(r"\(([^)]*)\)", exec_vnode)]
 
 
 def parse_jobs(
-    doc: Mapping[str, Any], *, tag: str, queues: list[str], unlimited_s: int
+    doc: Mapping[str, Any],
+    *,
+    tag: str,
+    queues: list[str],
+    unlimited_s: int,
+    layout: HostLayout | None = None,
 ) -> list[JobView]:
+    """``qstat -t -f -x -F json`` → its jobs; a running job's chunks counted per node of
+    ``layout`` (its hosts), else per vnode."""
+    hosts = layout or HostLayout()
     jobs: list[JobView] = []
     all_jobs = doc.get("Jobs") or {}
     for job_id, raw in all_jobs.items():
@@ -350,15 +324,21 @@ def parse_jobs(
         else:
             state = _STATE.get(state_code, "other")
         allocation = (
-            exec_vnode_units(str(raw.get("exec_vnode") or "")) if state == "running" else {}
+            hosts.chunks_per_node(exec_vnode_chunks(str(raw.get("exec_vnode") or "")))
+            if state == "running"
+            else {}
         )
         if allocation and shape.single_node:
             allocation = {next(iter(allocation)): 1}
         holds = set(str(raw.get("Hold_Types") or "n")) - {"n"}
-        tagged = str(resources.get(tag, "")).lower() == "true"
+        # A reservation's jobs are PBS's own (the hook leaves them): cpsched only keeps
+        # other jobs out of the reservation's window.
+        in_reservation = is_reservation_queue(queue)
+        tagged = str(resources.get(tag, "")).lower() == "true" and not in_reservation
         rules = JobRules(
             exclusive=is_exclusive(resources),
             dependency=unmet_dependencies(str(raw.get("depend") or ""), all_jobs),
+            reservation=queue if in_reservation else "",
         )
         jobs.append(
             JobView(
@@ -388,34 +368,43 @@ def parse_jobs(
     return jobs
 
 
-def _chunk_text(node: str, amounts: Amounts) -> str:
-    fields = [node] + [
-        f"{PBS_NAME_OF[r]}={a}mb" if r == "mem" else f"{PBS_NAME_OF[r]}={a}"
-        for r, a in amounts.items()
-        if r in PBS_NAME_OF and a > 0
-    ]
-    return f"({':'.join(fields)})"
+def _piece_text(vnode: str, amounts: Amounts) -> str:
+    return ":".join(
+        [vnode]
+        + [
+            f"{PBS_NAME_OF[r]}={a}mb" if r == "mem" else f"{PBS_NAME_OF[r]}={a}"
+            for r, a in amounts.items()
+            if r in PBS_NAME_OF and a > 0
+        ]
+    )
 
 
-def exec_spec(allocation: Mapping[str, int], chunks: list[Amounts], *, one_node: bool) -> str:
-    """``qrun -H`` spec: each of the job's ``chunks`` (its select's, in order) on a node of
-    ``allocation`` (node → units); ``one_node``: every chunk on its single node (a
-    one-unit job: ``place=pack`` or a single chunk)."""
+def exec_spec(
+    job_id: str,
+    allocation: Mapping[str, int],
+    chunks: list[Amounts],
+    layout: HostLayout,
+    *,
+    one_node: bool,
+    whole_chunks: bool = False,
+) -> str:
+    """``qrun -H`` spec: each of the job's ``chunks`` (its select's, in order) on a node
+    of ``allocation`` (node → units), laid onto that host's vnodes by ``layout``;
+    ``one_node``: every chunk on its single node (``place=pack`` or a single chunk);
+    ``whole_chunks``: no chunk split over vnodes (``place=vscatter``)."""
     if one_node:
-        node = next(iter(allocation))
-        return "+".join(_chunk_text(node, chunk) for chunk in chunks)
-    nodes = [node for node, units in allocation.items() for _ in range(units)]
+        nodes = [next(iter(allocation))] * len(chunks)
+    else:
+        nodes = [node for node, units in allocation.items() for _ in range(units)]
     if len(nodes) != len(chunks):
         raise StateParseError(
             f"the decided allocation has {len(nodes)} units, the job {len(chunks)} chunks"
         )
-    return "+".join(_chunk_text(node, chunk) for node, chunk in zip(nodes, chunks, strict=True))
-
-
-def qrun_argv(
-    job_id: str, allocation: Mapping[str, int], chunks: list[Amounts], *, one_node: bool
-) -> list[str]:
-    return ["qrun", "-H", exec_spec(allocation, chunks, one_node=one_node), job_id]
+    laid = (
+        layout.lay(job_id, node, chunk, whole=whole_chunks)
+        for node, chunk in zip(nodes, chunks, strict=True)
+    )
+    return "+".join(f"({'+'.join(_piece_text(v, a) for v, a in pieces)})" for pieces in laid)
 
 
 def array_of(job_id: str) -> str:
@@ -439,6 +428,8 @@ class PbsBackend:
     finished_forgeable: bool = False  # ended jobs come from qstat -x, in JSON
     _last: ClusterState | None = None
     _chunks: dict[str, list[Amounts]] = field(default_factory=dict)
+    _vscatter: set[str] = field(default_factory=set)  # held jobs whose chunks take a vnode each
+    _layout: HostLayout = field(default_factory=HostLayout)
     _checked_server: bool = False
     _released: set[str] = field(default_factory=set)  # arrays released since the last read
     _queues: Refreshed[dict[str, QueueLimits]] = field(init=False)
@@ -478,8 +469,15 @@ class PbsBackend:
         nodes_doc = json.loads(self.runner.run(["pbsnodes", "-av", "-F", "json"]))
         # -t: an array's subjobs, one by one (without it only the array is listed).
         jobs_doc = json.loads(self.runner.run(["qstat", "-t", "-f", "-x", "-F", "json"]))
-        nodes = parse_nodes(nodes_doc, self.queues)
-        jobs = parse_jobs(jobs_doc, tag=self.tag, queues=self.queues, unlimited_s=self.unlimited_s)
+        self._layout = HostLayout.of(parse_vnodes(nodes_doc, self.queues))
+        nodes = self._layout.nodes()
+        jobs = parse_jobs(
+            jobs_doc,
+            tag=self.tag,
+            queues=self.queues,
+            unlimited_s=self.unlimited_s,
+            layout=self._layout,
+        )
         raw_jobs = jobs_doc.get("Jobs") or {}
         self._released = set()
         self._chunks = {
@@ -487,12 +485,18 @@ class PbsBackend:
             for job in jobs
             if job.held_for_us
         }
+        self._vscatter = {
+            job_id
+            for job_id in self._chunks
+            if "vscatter" in str((raw_jobs[job_id].get("Resource_List") or {}).get("place", ""))
+        }
         limits = self._queues.get()
         state = ClusterState(
             time=int(time.time()),
             nodes=nodes,
             jobs=hold_back_by_queue(jobs, limits),
             partitions=queue_partitions(nodes, {j.partition for j in jobs if j.partition}, limits),
+            reservations=parse_reservations(self.runner.run(["pbs_rstat", "-f"]), self._layout),
         )
         self._last = state
         return state
@@ -514,13 +518,22 @@ class PbsBackend:
         return []  # qrun -H pins nothing that outlives the start
 
     def start_allocation(self, job_id: str, allocation: Mapping[str, int]) -> list[list[str]]:
-        """The commands a start with this exact allocation runs (for tests and dry runs):
-        ``qrun -H`` on the still-held job, which keeps its hold while it runs."""
+        """The commands that start the job on this exact allocation: ``qrun -H`` on the
+        still-held job (which keeps its hold while it runs), its chunks laid onto the
+        chosen hosts' vnodes; what they take is no longer free to this cycle's next starts."""
         job = self._last.job(job_id) if self._last else None
         chunks = self._chunks.get(job_id)
         if job is None or chunks is None:
             raise StateParseError(f"job {job_id} unknown; read state first")
-        return [qrun_argv(job_id, allocation, chunks, one_node=job.shape.single_node)]
+        spec = exec_spec(
+            job_id,
+            allocation,
+            chunks,
+            self._layout,
+            one_node=job.shape.single_node,
+            whole_chunks=job_id in self._vscatter,
+        )
+        return [["qrun", "-H", spec, job_id]]
 
     def hold(self, job_id: str, *, unpin: bool) -> None:
         self.runner.run(["qhold", "-h", HOLD, array_of(job_id)])

@@ -5,7 +5,9 @@ Install (as a PBS Manager):
     qmgr -c "create hook cpsched_hold event=queuejob"
     qmgr -c "import hook cpsched_hold application/x-python default pbs_queuejob_hold.py"
 
-A job of a queue in UNMANAGED_QUEUES is left to PBS's own scheduler. Every other job gets
+A job of a queue in UNMANAGED_QUEUES, or of a reservation's queue (``pbs_rsub``: R12, S3,
+M7, which PBS's scheduler runs within the reservation), is left to PBS's own scheduler.
+Every other job gets
 ``Hold_Types = o`` (an operator hold: only an Operator or Manager releases it, and PBS's
 dependencies, which use the system hold ``s``, leave it alone) and the tag
 ``Resource_List[TAG] = "True"``, which the bridge (``backend = "pbs"``) looks for; the
@@ -18,6 +20,7 @@ The hook never rejects a job: whatever it cannot read, it accepts the job unchan
 logs why, so that a bug here never stops submission.
 """
 
+import re
 from contextlib import suppress
 from pathlib import Path
 
@@ -25,6 +28,7 @@ import pbs  # type: ignore[import-not-found]  # PBS's hook runtime: this runs in
 
 TAG = "extsched"
 UNMANAGED_QUEUES: set[str] = set()  # e.g. {"express"}: queues PBS's own scheduler keeps
+RESERVATION_QUEUE = re.compile(r"^[RSM][0-9]+$")  # a reservation's queue is named by its id
 WAKE_FILE = Path("/var/lib/cpsched-bridge/wake")  # the bridge's wake_file: a new job, a cycle now
 
 
@@ -46,7 +50,8 @@ def _queue_name(job: "pbs.job") -> str:
 event = pbs.event()
 try:
     job = event.job
-    if _queue_name(job) not in UNMANAGED_QUEUES:
+    queue = _queue_name(job)
+    if queue not in UNMANAGED_QUEUES and not RESERVATION_QUEUE.match(queue):
         # Tagged first: a job held but not tagged would wait for no one.
         job.Resource_List[TAG] = "True"
         holds = str(job.Hold_Types or "").replace("n", "")

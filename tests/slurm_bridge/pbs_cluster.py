@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -61,12 +62,50 @@ class PbsCluster:
             raise AssertionError(f"qsub {options} refused: {done.stderr.strip()}")
         return done.stdout.strip()
 
+    def rsub(self, *options: str, user: str = USER) -> str:
+        """An advance reservation made by ``user`` (``pbs_rsub``), once PBS confirmed it:
+        its id."""
+        command = " ".join(["/opt/pbs/bin/pbs_rsub", *options])
+        done = subprocess.run(
+            ["su", "-", user, "-c", command], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise AssertionError(f"pbs_rsub {options} refused: {done.stderr.strip()}")
+        resv_id = done.stdout.split()[0]  # "R12.pbshead UNCONFIRMED"
+        end = time.monotonic() + 30
+        while "RESV_CONFIRMED" not in self.run("pbs_rstat", "-f", resv_id):
+            if time.monotonic() > end:
+                raise AssertionError(f"reservation {resv_id} not confirmed in 30 s")
+            time.sleep(0.25)
+        return resv_id
+
     def job(self, job_id: str) -> dict[str, Any]:
         """The job's ``qstat -x -f -F json`` record ({} once PBS forgot it)."""
         out = self.run("qstat", "-x", "-f", "-F", "json", job_id, check=False)
         if not out.strip():
             return {}
         return dict(next(iter((json.loads(out).get("Jobs") or {}).values()), {}))
+
+    def hosts(self) -> dict[str, str]:
+        """Each vnode's host (``resources_available.host``), as ``pbsnodes`` says."""
+        doc = json.loads(self.run("pbsnodes", "-av", "-F", "json"))
+        return {
+            name: str(raw.get("resources_available", {}).get("host", name))
+            for name, raw in doc["nodes"].items()
+        }
+
+    def exec_vnodes(self, job_id: str) -> list[list[str]]:
+        """The vnodes of each chunk of the job's ``exec_vnode``, in order."""
+        text = str(self.job(job_id).get("exec_vnode", ""))
+        return [
+            [piece.split(":", 1)[0] for piece in chunk.split("+")]
+            for chunk in re.findall(r"\(([^)]*)\)", text)
+        ]
+
+    def exec_hosts(self, job_id: str) -> list[str]:
+        """The host of each chunk of the job (a chunk never spans hosts), in order."""
+        hosts = self.hosts()
+        return [hosts[vnodes[0]] for vnodes in self.exec_vnodes(job_id)]
 
     def wait_state(self, job_id: str, states: set[str], timeout_s: float = 30) -> dict[str, Any]:
         end = time.monotonic() + timeout_s

@@ -2,10 +2,13 @@
 
 The fixtures (``fixtures/pbs/``) were recorded by ``pbs_testbed/record.sh`` from the real
 test bed with the kit's hook installed: jobs 0-1 ended (exit 0 and 3), 2, 4 and 5 running
-(4 on two vnodes, 5 on gn01 in gpuq), 3 deleted before it started, 6-9 held by the hook
-(plain, three chunks, scatter:excl, pack), 10 also held by its user, 11 waiting on 4
-(afterok), 12 on 0 (met), array 13 with subjobs 1-3, 14 in the stopped queue maint, 15 in
-a route queue that keeps held jobs; cn04 offline; the mom's natural vnode has 0 cpus.
+(4 on two hosts, 5 in gpuq on the GPU host gn01, one chunk over both its vnodes gn01[0]
+and gn01[1]), 3 deleted before it started, 6-9 held by the hook (plain, three chunks,
+scatter:excl, pack), 10 also held by its user, 11 waiting on 4 (afterok), 12 on 0 (met),
+array 13 with subjobs 1-3, 14 in the stopped queue maint, 15 in a route queue that keeps
+held jobs, 16 and 17 held in gpuq (place=scatter and vscatter), reservation R18 on cn01
+in two hours and 19 in its queue (left to PBS by the hook); cn04 offline; the mom's
+natural vnode has 0 cpus. Each cnNN is a host of one vnode.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 
 from cpsched.slurm_bridge.eligibility import held_back
 from cpsched.slurm_bridge.errors import BridgeConfigError
+from cpsched.slurm_bridge.model import ReservationView
 from cpsched.slurm_bridge.pbs import (
     PbsBackend,
     array_of,
@@ -28,13 +32,16 @@ from cpsched.slurm_bridge.pbs import (
     parse_jobs,
     parse_nodes,
     parse_queues,
+    parse_vnodes,
     qalter_walltime_argv,
-    qrun_argv,
     select_chunks,
     size_mib,
     unrouted_held_queues,
     walltime_s,
 )
+from cpsched.slurm_bridge.pbs_hosts import ChunkPlacementError, HostLayout
+from cpsched.slurm_bridge.pbs_reservations import parse_rstat
+from cpsched.slurm_bridge.pbs_units import pbs_time
 from cpsched.slurm_bridge.snapshot import dispatch_request
 
 FIX = Path(__file__).parent / "fixtures" / "pbs"
@@ -68,6 +75,8 @@ class RecordingRunner:
             return json.dumps(self.queues if self.queues is not None else routed())
         if argv[0] == "qstat":
             return (FIX / "qstat_txf.json").read_text()
+        if argv[0] == "pbs_rstat":
+            return (FIX / "pbs_rstat_f.txt").read_text()
         return ""
 
 
@@ -81,7 +90,11 @@ def routed() -> dict:
 
 def jobs_by_id(queues: list[str] | None = None) -> dict:
     doc = fixture("qstat_txf.json")
-    return {j.id: j for j in parse_jobs(doc, tag="extsched", queues=queues or [], unlimited_s=60)}
+    hosts = layout()
+    return {
+        j.id: j
+        for j in parse_jobs(doc, tag="extsched", queues=queues or [], unlimited_s=60, layout=hosts)
+    }
 
 
 def test_sizes_and_walltimes() -> None:
@@ -90,11 +103,16 @@ def test_sizes_and_walltimes() -> None:
     assert walltime_s("01:30:00") == 5400 and walltime_s("90:00") == 5400
 
 
-def test_nodes() -> None:
+def layout() -> HostLayout:
+    return HostLayout.of(parse_vnodes(fixture("pbsnodes_av.json"), []))
+
+
+def test_nodes_are_hosts() -> None:
     nodes = parse_nodes(fixture("pbsnodes_av.json"), [])
-    assert sorted(nodes) == ["cn01", "cn02", "cn03", "cn04", "gn01"]  # not the 0-cpu one
-    assert nodes["gn01"].capacity == {"cpu": 8, "mem": 16384, "gpu": 2}
-    assert nodes["gn01"].used == {"cpu": 4, "mem": 0, "gpu": 1}
+    # One node per host (PBS places chunks per host), not the natural 0-cpu vnode.
+    assert sorted(nodes) == ["cn01", "cn02", "cn03", "cn04", "gn01"]
+    assert nodes["gn01"].capacity == {"cpu": 8, "mem": 16384, "gpu": 2}  # its two vnodes
+    assert nodes["gn01"].used == {"cpu": 6, "mem": 0, "gpu": 1}
     assert nodes["cn02"].used["cpu"] == 3 and nodes["cn03"].used["cpu"] == 0
     assert nodes["cn04"].state == "drain" and nodes["cn01"].state == "up"
     assert nodes["gn01"].partitions == ("gpuq",)
@@ -113,7 +131,7 @@ def test_jobs() -> None:
     assert jobs[jid(3)].state == "cancelled"  # deleted before it started: no exit status
     # The hook's operator hold alone makes a job cpsched's; a subjob shows Q under it.
     ours = {job.id for job in jobs.values() if job.held_for_us}
-    assert ours == {jid(n) for n in (6, 7, 8, 9, 12, 14, 15)} | {
+    assert ours == {jid(n) for n in (6, 7, 8, 9, 12, 14, 15, 16, 17)} | {
         f"13[{i}].{SERVER}" for i in (1, 2, 3)
     }
     assert not jobs[jid(10)].held_for_us  # its user's hold too
@@ -124,30 +142,51 @@ def test_jobs() -> None:
     only_gpu = parse_jobs(
         fixture("qstat_txf.json"), tag="extsched", queues=["gpuq"], unlimited_s=60
     )
-    assert {j.id for j in only_gpu} == {jid(5)}
+    assert {j.id for j in only_gpu} == {jid(5), jid(16), jid(17)}
+    # A reservation's job is PBS's: not held by the hook, never cpsched's to start.
+    in_resv = jobs[jid(19)]
+    assert in_resv.rules.reservation == "R18" and not in_resv.held_for_us
 
 
-def test_command_lines() -> None:
-    chunks = [{"cpu": 8, "mem": 16384}, {"cpu": 8, "mem": 16384}]
-    assert exec_spec({"cn01": 1, "cn02": 1}, chunks, one_node=False) == (
-        "(cn01:ncpus=8:mem=16384mb)+(cn02:ncpus=8:mem=16384mb)"
+def test_chunks_are_laid_on_the_decided_hosts_vnodes() -> None:
+    chunks = [{"cpu": 4, "mem": 4096}, {"cpu": 2}]
+    assert exec_spec("j", {"cn03": 1, "cn01": 1}, chunks, layout(), one_node=False) == (
+        "(cn03:ncpus=4:mem=4096mb)+(cn01:ncpus=2)"
     )
-    # A packed job: every chunk of its select on its one vnode, never one merged chunk.
-    assert exec_spec({"cn03": 1}, [{"cpu": 1}, {"cpu": 1}], one_node=True) == (
+    with pytest.raises(ChunkPlacementError, match="cn04 have 0 of 4 cpu free"):  # offline
+        exec_spec("j", {"cn04": 1}, chunks[:1], layout(), one_node=True)
+    # A packed job: every chunk of its select on its one host, never one merged chunk.
+    assert exec_spec("j", {"cn03": 1}, [{"cpu": 1}, {"cpu": 1}], layout(), one_node=True) == (
         "(cn03:ncpus=1)+(cn03:ncpus=1)"
     )
     # Chunks of different kinds keep the select's order, one per decided unit.
-    mixed = select_chunks({"select": "1:ncpus=4+2:ncpus=1:ngpus=1"})
-    assert mixed == [{"cpu": 4}, {"cpu": 1, "gpu": 1}, {"cpu": 1, "gpu": 1}]
-    assert exec_spec({"gn01": 2, "cn01": 1}, mixed, one_node=False) == (
-        "(gn01:ncpus=4)+(gn01:ncpus=1:ngpus=1)+(cn01:ncpus=1:ngpus=1)"
+    mixed = select_chunks({"select": "1:ncpus=4+2:ncpus=1"})
+    assert mixed == [{"cpu": 4}, {"cpu": 1}, {"cpu": 1}]
+    assert exec_spec("j", {"cn03": 1, "cn01": 1, "cn02": 1}, mixed, layout(), one_node=False) == (
+        "(cn03:ncpus=4)+(cn01:ncpus=1)+(cn02:ncpus=1)"
     )
-    assert qrun_argv("5.pbshead", {"gn01": 1}, [{"cpu": 4, "gpu": 2}], one_node=True) == [
-        "qrun",
-        "-H",
-        "(gn01:ncpus=4:ngpus=2)",
-        "5.pbshead",
-    ]
+
+
+def test_a_chunk_larger_than_a_vnode_is_split_over_its_hosts_vnodes() -> None:
+    hosts = layout()
+    # gn01[0] is full (job 5); gn01[1] has 2 cpus, 8 GiB and its GPU free.
+    assert exec_spec("j", {"gn01": 1}, [{"cpu": 2, "gpu": 1}], hosts, one_node=True) == (
+        "(gn01[1]:ncpus=2:ngpus=1)"
+    )
+    # Taken by the start before: nothing is left for a second such chunk.
+    with pytest.raises(ChunkPlacementError, match="0 of 1 cpu free"):
+        exec_spec("k", {"gn01": 1}, [{"cpu": 1, "gpu": 1}], hosts, one_node=True)
+    idle = HostLayout.of(replace(v, used={}) for v in parse_vnodes(fixture("pbsnodes_av.json"), []))
+    # 6 cpus and 2 GPUs: more than any vnode, laid as PBS itself lays it (one chunk, two
+    # vnodes of one host); place=vscatter never splits a chunk.
+    assert exec_spec("j", {"gn01": 1}, [{"cpu": 6, "gpu": 2}], idle, one_node=True) == (
+        "(gn01[0]:ncpus=4:ngpus=1+gn01[1]:ncpus=2:ngpus=1)"
+    )
+    with pytest.raises(ChunkPlacementError, match="for a chunk of its own"):
+        exec_spec("v", {"gn01": 1}, [{"cpu": 3}], idle, one_node=True, whole_chunks=True)
+
+
+def test_command_lines() -> None:
     assert qalter_walltime_argv("4.pbshead", 4 * 3600 + 600) == [
         "qalter",
         "-l",
@@ -163,7 +202,10 @@ def test_a_start_is_qrun_alone_on_the_held_job_with_its_select_chunks() -> None:
     backend.read_state()
     reads = len(runner.argvs)
     backend.start(jid(7), {"cn03": 2, "cn01": 1})  # select=3:ncpus=2:mem=2gb
-    backend.start(jid(9), {"cn03": 1})  # select=2:ncpus=1, place=pack
+    # select=2:ncpus=1, place=pack: the start before took cn03's cpus, and it is refused
+    # before any command runs.
+    with pytest.raises(ChunkPlacementError, match="cn03 have 0 of 1 cpu"):
+        backend.start(jid(9), {"cn03": 1})
     backend.extend(jid(4), 5 * 3600)
     # No qrls: a release would wake PBS's scheduler, which would start the job first.
     assert runner.argvs[reads:] == [
@@ -173,7 +215,6 @@ def test_a_start_is_qrun_alone_on_the_held_job_with_its_select_chunks() -> None:
             "(cn03:ncpus=2:mem=2048mb)+(cn03:ncpus=2:mem=2048mb)+(cn01:ncpus=2:mem=2048mb)",
             jid(7),
         ],
-        ["qrun", "-H", "(cn03:ncpus=1)+(cn03:ncpus=1)", jid(9)],
         ["qalter", "-l", "walltime=05:00:00", jid(4)],
     ]
 
@@ -205,7 +246,8 @@ def test_queues_confine_jobs_to_their_vnodes() -> None:
 
 def test_queue_limits_are_the_partitions_limits_and_a_stopped_queue_runs_nothing() -> None:
     limits = parse_queues(fixture("qstat_Qf.json"))
-    assert set(limits) == {"workq", "gpuq", "maint"}  # the route queue runs nothing itself
+    # The route queue runs nothing itself; R18 is the reservation's queue.
+    assert set(limits) == {"workq", "gpuq", "maint", "R18"}
     assert (limits["maint"].max_nodes, limits["maint"].started) == (1, False)
     state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
     assert state.partitions["workq"].max_time_s == 24 * 3600
@@ -282,6 +324,8 @@ def test_the_queuejob_hook_holds_and_tags_every_managed_job() -> None:
     express = FakeJob("express")
     assert run_hook(express, unmanaged={"express"})
     assert express.Hold_Types == "n" and express.Resource_List == {}
+    in_reservation = FakeJob("R18")  # PBS's scheduler runs a reservation's jobs
+    assert run_hook(in_reservation) and in_reservation.Hold_Types == "n"
 
 
 def test_the_hook_takes_a_job_without_a_queue_to_the_servers_default_queue() -> None:
@@ -296,3 +340,31 @@ def test_the_hook_accepts_a_job_it_cannot_read_unchanged() -> None:
     broken.Resource_List = None  # type: ignore[assignment]
     assert run_hook(broken)
     assert broken.Hold_Types == "n"  # never held without the tag: it would wait for no one
+
+
+def test_reservations_set_their_hosts_aside_for_their_window() -> None:
+    text = (FIX / "pbs_rstat_f.txt").read_text()
+    (raw,) = parse_rstat(text)
+    assert raw["Resv ID"] == jid("R18") and raw["resv_nodes"] == "(cn01:ncpus=2)"
+    state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
+    start, end = pbs_time(raw["reserve_start"]), pbs_time(raw["reserve_end"])
+    assert start is not None and end == start + 3600
+    assert state.reservations == (ReservationView("R18", ("cn01",), start, end),)
+    assert "R18" not in state.partitions  # its queue is no partition of cpsched's
+    request, _ = dispatch_request(state, shadow=True, extensions={})
+    (wire,) = request.reservations
+    assert (wire.name, wire.nodes, wire.start, wire.end) == ("R18", ["cn01"], start, end)
+    in_resv = next(j for j in request.queued if j.id == jid(19))
+    assert in_resv.reservation == "R18"
+
+
+def test_placement_per_host_reaches_the_wire() -> None:
+    state = PbsBackend(RecordingRunner()).read_state()  # type: ignore[arg-type]
+    request, _ = dispatch_request(state, shadow=False, extensions={})
+    queued = {j.id: j for j in request.queued}
+    # place=scatter: a host each, so the GPU host alone can never run two chunks.
+    scatter = queued[jid(16)]
+    assert (scatter.min_nodes, scatter.max_nodes, scatter.tasks_per_node) == (2, 2, 1)
+    assert scatter.partition == "gpuq"
+    gpuq = next(p for p in request.partitions if p.name == "gpuq")
+    assert gpuq.nodes == ["gn01"]

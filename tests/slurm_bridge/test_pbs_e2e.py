@@ -6,6 +6,7 @@ holds every job. Order matters: one PBS, one service, tests in file order.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,6 @@ from cpsched.slurm_bridge.runner import SubprocessRunner
 from cpsched.wire.client import ServiceClient
 from tests.slurm_bridge.conftest import TOKEN
 from tests.slurm_bridge.pbs_cluster import PbsCluster
-from tests.slurm_bridge.test_pbs_live import exec_vnodes
 
 pytestmark = pytest.mark.pbs
 
@@ -146,7 +146,7 @@ def test_01_every_job_shape_runs_where_cpsched_decided(
         assert int(info.get("Exit_status", -99)) == 0, (job_id, info.get("comment"))
         assert job_id in started, f"{job_id} ran but not by cpsched: {info.get('comment')}"
         decided = [node for node, units in started[job_id].items() for _ in range(units)]
-        ran_on = exec_vnodes(info)
+        ran_on = pbs.exec_hosts(job_id)
         if job_id == jobs["packed"]:
             assert set(ran_on) == set(decided) and len(ran_on) == 2
         else:
@@ -192,3 +192,56 @@ def test_03_with_the_service_down_pbs_runs_the_jobs_and_they_are_taken_back_afte
         assert info["job_state"] in {"R", "F"}  # PBS's own scheduler ran it
     finally:
         cpsched_service.start()
+
+
+def test_04_placement_is_per_host_and_reservations_are_kept_clear(
+    pbs: PbsCluster, cpsched_service: LocalService, state_dir: Path
+) -> None:
+    # A reservation from in 10 minutes, for an hour, of 2 cpus on a host PBS picks.
+    begins = time.strftime("%Y%m%d%H%M", time.localtime(time.time() + 600))
+    resv = pbs.rsub("-R", begins, "-D", "01:00:00", "-l", "select=1:ncpus=2")
+    queue = resv.split(".", 1)[0]
+    reserved = re.findall(r"\(([^:()+]+):", pbs.run("pbs_rstat", "-f", resv))
+    try:
+        jobs = {
+            # Two hours on a whole host: it would run into the window where it is.
+            "long": pbs.qsub("-l", "select=1:ncpus=4", "-l", "walltime=02:00:00"),
+            # More than either vnode of gn01, as much as the host: one chunk over both.
+            "wide": pbs.qsub(
+                "-q",
+                "gpuq",
+                "-l",
+                "select=1:ncpus=6:ngpus=2",
+                "-l",
+                "walltime=00:02:00",
+                script="/bin/sleep 2",
+            ),
+            # A chunk per host, and gpuq has one host: PBS itself would never run it.
+            "scatter": pbs.qsub("-q", "gpuq", "-l", "select=2:ncpus=1", "-l", "place=scatter"),
+        }
+        in_resv = pbs.qsub("-q", queue, "-l", "select=1:ncpus=1")
+        assert pbs.job(in_resv)["Hold_Types"] == "n"  # the hook leaves it to PBS
+        bridge = make_bridge(cpsched_service, state_dir)
+        started: dict[str, dict[str, int]] = {}
+        rejected: dict[str, str] = {}
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not (
+            jobs["long"] in started and pbs.job(jobs["wide"]).get("job_state") in ENDED
+        ):
+            report = bridge.cycle()
+            assert report.service_error is None, report.service_error
+            if report.applied is not None:
+                assert not report.applied.failed, report.applied.failed
+                started.update(report.applied.started)
+            if report.decision is not None:
+                rejected.update({r.job_id: r.reason for r in report.decision.rejected})
+            time.sleep(1)
+        assert pbs.exec_hosts(jobs["long"]) == list(started[jobs["long"]])
+        assert not set(pbs.exec_hosts(jobs["long"])) & set(reserved), reserved
+        assert pbs.exec_vnodes(jobs["wide"]) == [["gn01[0]", "gn01[1]"]]
+        assert int(pbs.job(jobs["wide"])["Exit_status"]) == 0
+        assert jobs["scatter"] not in started and jobs["scatter"] in rejected, rejected
+        assert in_resv not in started and pbs.job(in_resv)["job_state"] == "Q"
+    finally:
+        pbs.delete_all()
+        pbs.run("pbs_rdel", resv, check=False)

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Start a one-machine OpenPBS cluster inside the PBS root (run through pbs-run.sh, which
 # gives this a fresh, empty PBS_HOME and its own host name). Prints nothing but errors.
-# The cluster: server, scheduler, comm and one mom exposing vnodes cn01-cn04 (4 cpus,
-# 8 GiB) and gn01 (8 cpus, 16 GiB, 2 ngpus, only for queue gpuq; CN_VNODES and GN_VNODES
-# change the counts); the natural vnode has 0 cpus. Queues workq (default, walltime ≤ 24 h) and gpuq (≤ 30 min), job history on,
+# The cluster: server, scheduler, comm and one mom exposing the vnodes of five hosts (PBS
+# places chunks per host, `resources_available.host`): cn01-cn04, one vnode each (4 cpus,
+# 8 GiB), and gn01, a GPU host of two vnodes gn01[0] and gn01[1] (a socket each: 4 cpus,
+# 8 GiB, 1 ngpus), only for queue gpuq; CN_VNODES and GN_VNODES change the host counts.
+# The mom's natural vnode has 0 cpus. Queues workq (default, walltime ≤ 24 h) and gpuq (≤ 30 min), job history on,
 # custom resources ngpus and extsched, a user pbstest. SCHED_SCALE=1 makes PBS's scheduler
 # cycle every second (the live benchmark's compressed time); the default is 10 min, plus
 # a cycle at each submission and end, as PBS ships.
 set -euo pipefail
 NAME=$(hostname)
-CN_VNODES=${CN_VNODES:-4}  # vnodes cn01... of 4 cpus and 8 GiB
-GN_VNODES=${GN_VNODES:-1}  # vnodes gn01... of 8 cpus, 16 GiB and 2 ngpus, queue gpuq only
+CN_VNODES=${CN_VNODES:-4}  # hosts cn01... of one vnode: 4 cpus and 8 GiB
+GN_VNODES=${GN_VNODES:-1}  # hosts gn01... of two vnodes [0] [1]: 4 cpus, 8 GiB, 1 ngpus each; gpuq
 die() { echo "pbs start.sh: $*" >&2; exit 1; }
 PBS=/opt/pbs
 export PATH=$PBS/bin:$PBS/sbin:$PATH
@@ -54,14 +56,19 @@ defs=$(mktemp)
   echo "$NAME: resources_available.mem = 0kb"
   for i in $(seq 1 "$CN_VNODES"); do
     n=$(printf 'cn%02d' "$i")
+    echo "$n: resources_available.host = $n"
     echo "$n: resources_available.ncpus = 4"
     echo "$n: resources_available.mem = 8gb"
   done
   for i in $(seq 1 "$GN_VNODES"); do
-    n=$(printf 'gn%02d' "$i")
-    echo "$n: resources_available.ncpus = 8"
-    echo "$n: resources_available.mem = 16gb"
-    echo "$n: resources_available.ngpus = 2"
+    host=$(printf 'gn%02d' "$i")
+    for socket in 0 1; do
+      n="$host[$socket]"
+      echo "$n: resources_available.host = $host"
+      echo "$n: resources_available.ncpus = 4"
+      echo "$n: resources_available.mem = 8gb"
+      echo "$n: resources_available.ngpus = 1"
+    done
   done
 } >"$defs"
 pbs_mom -s insert testbed_vnodes "$defs" >/dev/null
@@ -77,10 +84,12 @@ fi
 for _ in $(seq 1 60); do pbsnodes -v cn01 >/dev/null 2>&1 && break; sleep 0.5; done
 pbsnodes -v cn01 >/dev/null 2>&1 || die "the mom's vnodes did not appear (log: /var/spool/pbs/mom_logs)"
 for i in $(seq 1 "$GN_VNODES"); do
-  qmgr -c "set node $(printf 'gn%02d' "$i") queue=gpuq"
+  for socket in 0 1; do
+    qmgr -c "set node $(printf 'gn%02d' "$i")[$socket] queue=gpuq"
+  done
 done
 for _ in $(seq 1 60); do
-  [ "$(pbsnodes -av -F json | python3 -c 'import json,sys; d=json.load(sys.stdin)["nodes"]; print(sum(v["state"]=="free" for v in d.values()))')" -gt $((CN_VNODES + GN_VNODES)) ] && break
+  [ "$(pbsnodes -av -F json | python3 -c 'import json,sys; d=json.load(sys.stdin)["nodes"]; print(sum(v["state"]=="free" for v in d.values()))')" -gt $((CN_VNODES + 2 * GN_VNODES)) ] && break
   sleep 0.5
 done
 id pbstest >/dev/null 2>&1 || useradd -m pbstest
