@@ -40,6 +40,14 @@ class BridgeSettings(BaseSettings):
         description="When the service is unreachable or late: 'hold' keeps held jobs held; "
         "'release' hands them back to Slurm's own scheduler until the service returns.",
     )
+    refused: Fallback = Field(
+        "release",
+        description="A held job the service refuses (no node could ever run it as it reads "
+        "the job: a resource type no node has, more nodes than its rules allow, a shape "
+        "cpsched models more strictly than the workload manager): 'release' hands it to the "
+        "workload manager's own scheduler, once, so that it never waits for no one; 'hold' "
+        "keeps it held. Either way the reason is in the audit log.",
+    )
     fallback_after_s: float = Field(
         0.0, ge=0, description="Apply the fallback only after the service failed this long."
     )

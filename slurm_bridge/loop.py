@@ -52,6 +52,7 @@ class CycleReport:
     finished_refused: dict[str, str] = field(default_factory=dict)  # job → why
     finished_disbelieved: dict[str, str] = field(default_factory=dict)  # job → why
     left_out: dict[str, str] = field(default_factory=dict)  # job → why it was not decided
+    handed_over: list[str] = field(default_factory=list)  # refused, given to the manager
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -147,6 +148,7 @@ class Bridge:
                 report.settling = True
             else:
                 report.applied = self._apply(decision, state, report.unpinned)
+                report.handed_over = self._hand_over_refused(state, decision)
             report.timings["apply_s"] = time.perf_counter() - t2
         self._report_left_out(state, report.left_out)
         t3 = time.perf_counter()
@@ -381,6 +383,34 @@ class Bridge:
             # persist after every acknowledged chunk: a crash here must not re-count
             bookkeeping.save(self.settings.state_file, self.book)
         self.metrics.inc("finished_posted_total", report.finished_posted)
+
+    def _hand_over_refused(self, state: ClusterState, decision: DecisionOut) -> list[str]:
+        """Held jobs the service refused, handed to the workload manager's own scheduler
+        (``refused = "release"``): it knows its own rules, and a job cpsched cannot model
+        must not wait for ever. Each is released once (it is not cpsched's afterwards)."""
+        if self.settings.refused != "release":
+            return []
+        handed: list[str] = []
+        for rejected in decision.rejected:
+            job = state.job(rejected.job_id)
+            if job is None or not job.held_for_us:
+                continue
+            try:
+                self.backend.release_to_native(job.id)
+            except CommandError as exc:
+                log.error(
+                    "release of a refused job failed", extra={"job": job.id, "error": str(exc)}
+                )
+                continue
+            self.audit.record(state.time, "handed_over", job=job.id, why=rejected.reason)
+            handed.append(job.id)
+        if handed:
+            log.warning(
+                "jobs the service refused handed to the workload manager's own scheduler",
+                extra={"jobs": handed[:20], "count": len(handed), "backend": self.backend.name},
+            )
+        self.metrics.inc("refused_handed_over_total", len(handed))
+        return handed
 
     def _report_left_out(self, state: ClusterState, left_out: dict[str, str]) -> None:
         """Jobs not decided this cycle (the snapshot could not carry them, or the service

@@ -357,3 +357,17 @@ def test_jobs_the_service_refuses_are_reported_and_the_others_started(tmp_path: 
     report = make(tmp_path, cluster, ScriptedService(answer=refuse_one)).cycle()
     assert report.applied is not None and report.applied.started == {"1": {"n2": 1}}
     assert report.left_out == {"2": "refused by the service: asks for resource type 'x'"}
+    # Handed to the workload manager's own scheduler, once: it is not cpsched's any more.
+    assert report.handed_over == ["2"] and ("release", "2") in cluster.calls
+
+
+def test_a_refused_job_stays_held_when_the_site_says_so(tmp_path: Path) -> None:
+    def refuse(body: dict) -> dict:
+        answer = decision()
+        answer["rejected"] = [{"job_id": "2", "reason": "asks for resource type 'x'"}]
+        return answer
+
+    cluster = FakeCluster(state(held("2")))
+    bridge = make(tmp_path, cluster, ScriptedService(answer=refuse), refused="hold")
+    report = bridge.cycle()
+    assert report.handed_over == [] and not any(c[0] == "release" for c in cluster.calls)

@@ -241,6 +241,9 @@ def test_04_placement_is_per_host_and_reservations_are_kept_clear(
         assert pbs.exec_vnodes(jobs["wide"]) == [["gn01[0]", "gn01[1]"]]
         assert int(pbs.job(jobs["wide"])["Exit_status"]) == 0
         assert jobs["scatter"] not in started and jobs["scatter"] in rejected, rejected
+        # Refused, it was handed to PBS's own scheduler (which cannot run it either).
+        scatter = pbs.job(jobs["scatter"])
+        assert scatter["Hold_Types"] == "n" and scatter["job_state"] == "Q", scatter
         assert in_resv not in started and pbs.job(in_resv)["job_state"] == "Q"
     finally:
         pbs.delete_all()
