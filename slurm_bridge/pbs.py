@@ -9,10 +9,12 @@ wake PBS's own scheduler, which would start the job on its own vnodes before ``q
 A job also held by its user (``u``) or by PBS (``s``: a dependency) is not cpsched's yet.
 
 Resources: ``ncpus`` → cpu, ``mem`` → mem (MiB), ``ngpus`` → gpu; a job's
-``select=N:ncpus=a:mem=b:ngpus=c`` gives N units of that chunk; ``place=scatter``
-means one chunk per node, ``place=pack`` one node, ``excl`` whole nodes (shared with no
-other job). ``qrun -H`` names one chunk per ``select`` chunk, in the select's order. A
-vnode with no cpus (a mom's natural vnode when its vnodes are defined) is left out.
+``select=N:ncpus=a:mem=b:ngpus=c`` gives N units of that chunk. The service's nodes are
+PBS's hosts (``pbs_hosts``: PBS places chunks per host): ``place=scatter`` means one
+chunk per host, ``place=pack`` one host, ``excl`` whole hosts (shared with no other
+job). ``qrun -H`` names one chunk per ``select`` chunk, in the select's order, each laid
+on its host's vnodes. A vnode with no cpus (a mom's natural vnode when its vnodes are
+defined) is left out. Reservations (``pbs_rsub``) are read from ``pbs_rstat -f``.
 
 Site rules: a queue whose vnodes name it (the vnode attribute ``queue``) runs only on
 them, any other queue on the vnodes that name no queue (PBS's node-queue association);
