@@ -23,6 +23,7 @@ from cpsched.service.cluster import build_dispatchers, build_predictor
 from cpsched.service.error_handlers import install_error_handlers
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.orchestrator import Orchestrator
+from cpsched.service.retention import RetentionTask
 from cpsched.service.routes import decisions, dispatch, health, jobs
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import migrate
@@ -58,12 +59,16 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             )
         migrate.upgrade(engine)
     metrics = ServiceMetrics()
-    orchestrator = Orchestrator(settings, make_sessions(engine), metrics)
+    sessions = make_sessions(engine)
+    orchestrator = Orchestrator(settings, sessions, metrics)
+    retention = RetentionTask(settings, sessions, metrics)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         orchestrator.warm_up()
+        retention.start()
         yield
+        retention.stop()
         orchestrator.close()
         engine.dispose()
 
@@ -77,6 +82,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     )
     app.state.settings = settings
     app.state.orchestrator = orchestrator
+    app.state.retention = retention
     app.state.metrics = metrics
     app.state.engine = engine
     app.state.database_health = DatabaseHealth(engine)

@@ -59,6 +59,31 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.database_bytes = Gauge(
+            "cpsched_database_bytes",
+            "The database's size in use, as of the latest retention pass (SQLite: pages in "
+            "use; PostgreSQL: pg_database_size).",
+            registry=r,
+        )
+        self.history_oldest = Gauge(
+            "cpsched_history_oldest_time_seconds",
+            "The cluster time (epoch s) of each kind's oldest stored row, as of the latest "
+            "retention pass: kind is decisions, predictions or finished_jobs.",
+            ["cluster", "kind"],
+            registry=r,
+        )
+        self.pruned = Counter(
+            "cpsched_history_pruned_rows_total",
+            "Rows the retention passes deleted, by kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.prune_failures = Counter(
+            "cpsched_history_prune_failures_total",
+            "Retention passes that failed (the database's error is logged; the next pass "
+            "tries again).",
+            registry=r,
+        )
         self.longest_wait = Gauge(
             "cpsched_longest_wait_seconds",
             "Longest wait so far among the queued jobs the workload manager does not hold "

@@ -41,6 +41,31 @@ class TokenConfig(StrictModel):
         return "*" in self.clusters or cluster in self.clusters
 
 
+class RetentionSettings(StrictModel):
+    """How long each kind of history is kept, in days of the cluster's own clock (0: for
+    ever); see :mod:`cpsched.service.store.retention`."""
+
+    audit_days: float = Field(30, ge=0)
+    """The audit trail (one row per dispatch answer)."""
+    predictions_days: float = Field(30, ge=0)
+    """Predictions made (queued and at start), with the real run time once known."""
+    finished_days: float = Field(365, ge=0)
+    """Finished jobs; what the cluster's predictor learns from on a restart is kept."""
+    interval_s: float = Field(600, gt=0)
+    """Time between two passes (the first runs a minute after the start)."""
+    batch_rows: int = Field(2000, ge=1, le=100_000)
+    """Rows deleted per transaction: short ones, so that no dispatch waits long."""
+
+    def keep_days(self) -> dict[str, float | None]:
+        """Days kept per kind (table name), None for ever."""
+        days = {
+            "decisions": self.audit_days,
+            "predictions": self.predictions_days,
+            "finished_jobs": self.finished_days,
+        }
+        return {kind: kept or None for kind, kept in days.items()}
+
+
 class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CPSCHED_", extra="forbid")
 
@@ -55,6 +80,7 @@ class ServiceSettings(BaseSettings):
     """Per-cluster overrides of ``defaults`` (validated by :meth:`policy`)."""
     audit_snapshots: bool = False
     """Keep each dispatched snapshot in the audit trail, not only its digest (large)."""
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
     log_level: str = "WARNING"
     metrics_token: SecretStr | None = None
     """When set, ``/metrics`` answers only requests bearing this token (Prometheus:
