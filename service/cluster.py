@@ -19,6 +19,7 @@ from cpsched.runtime.cluster import Cluster
 from cpsched.runtime.codec import TranslationMemo, core_job
 from cpsched.runtime.durations import CENSORED_STATES
 from cpsched.runtime.policy import Policy
+from cpsched.service.lease import WriterLease
 from cpsched.wire.deltas import HeldSnapshot
 from cpsched.wire.schemas import FinishedJobIn
 
@@ -77,6 +78,10 @@ class ClusterRuntime(Cluster):
         self.cluster_id = cluster_id
         self.policy = policy
         self.lock = threading.Lock()
+        self.lease = WriterLease()
+        """Which bridge dispatches for the cluster (held under ``lock``)."""
+        self.conflict_said: tuple[str, str] | None = None
+        """The (standby, holder) pair last logged, so that it is said once."""
         """Serialises this cluster's dispatches and predictor updates."""
         self.resource_names: tuple[str, ...] = ("cpu", "mem")
         self.last_snapshot: Snapshot | None = None

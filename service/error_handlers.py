@@ -14,6 +14,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cpsched.errors import InputError
+from cpsched.service.lease import WriterConflict
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.wire.deltas import StaleBaseError
 from cpsched.wire.schemas import ErrorOut, shown
@@ -50,6 +51,10 @@ def install_error_handlers(app: FastAPI, metrics: ServiceMetrics) -> None:
     @app.exception_handler(StaleBaseError)
     async def stale_base(_request: Request, exc: StaleBaseError) -> JSONResponse:
         return error(409, "stale_base", shown(str(exc), 4000))
+
+    @app.exception_handler(WriterConflict)
+    async def writer_conflict(_request: Request, exc: WriterConflict) -> JSONResponse:
+        return error(423, "writer_conflict", shown(str(exc), 4000))
 
     @app.exception_handler(InputError)
     async def bad_input(_request: Request, exc: InputError) -> JSONResponse:

@@ -84,6 +84,13 @@ class ServiceMetrics:
             "tries again).",
             registry=r,
         )
+        self.writer_conflicts = Counter(
+            "cpsched_writer_conflicts_total",
+            "Dispatches refused because another bridge holds the cluster's writer lease "
+            "(two bridges for one cluster: one is a standby).",
+            ["cluster"],
+            registry=r,
+        )
         self.longest_wait = Gauge(
             "cpsched_longest_wait_seconds",
             "Longest wait so far among the queued jobs the workload manager does not hold "

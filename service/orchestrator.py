@@ -29,6 +29,7 @@ from cpsched.core import Decision, Job, Snapshot, decision_violations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
 from cpsched.runtime.gc_pause import collector_paused
 from cpsched.service.cluster import ClusterRuntime
+from cpsched.service.lease import WriterConflict
 from cpsched.service.metrics import ERROR_BUCKETS, ServiceMetrics
 from cpsched.service.pending import pending
 from cpsched.service.settings import ServiceSettings
@@ -177,6 +178,7 @@ class Orchestrator:
         request: DispatchRequest,
         digest: str,
         arrived: float | None = None,
+        writer: str | None = None,
     ) -> DecisionOut:
         """The answer to ``request``, due ``deadline`` seconds after it ``arrived``
         (``time.perf_counter()``; default: now): reading it, predicting, the dispatcher,
@@ -188,16 +190,22 @@ class Orchestrator:
         every object of the process) worth a quarter of the call; reference counting
         frees what the call drops, the collector runs at its next threshold after it."""
         with collector_paused():
-            return self._dispatch(cluster, lambda _: HeldSnapshot.of(request, digest), arrived)
+            return self._dispatch(
+                cluster, lambda _: HeldSnapshot.of(request, digest), arrived, writer
+            )
 
     def dispatch_delta(
-        self, cluster: str, delta: SnapshotDeltaIn, arrived: float | None = None
+        self,
+        cluster: str,
+        delta: SnapshotDeltaIn,
+        arrived: float | None = None,
+        writer: str | None = None,
     ) -> DecisionOut:
         """As :meth:`dispatch`, on the snapshot ``delta`` makes of the cluster's latest
         (:mod:`cpsched.wire.deltas`; :class:`StaleBaseError` if that is not its base)."""
         with collector_paused():
             return self._dispatch(
-                cluster, lambda runtime: apply_delta(runtime.held, delta), arrived
+                cluster, lambda runtime: apply_delta(runtime.held, delta), arrived, writer
             )
 
     def _dispatch(
@@ -205,6 +213,7 @@ class Orchestrator:
         cluster: str,
         read: Callable[[ClusterRuntime], HeldSnapshot],
         arrived: float | None,
+        writer: str | None,
     ) -> DecisionOut:
         began = time.perf_counter() if arrived is None else arrived
         before = time.perf_counter()
@@ -217,6 +226,8 @@ class Orchestrator:
         with runtime.lock:
             held = read(runtime)  # a delta needs the cluster's latest snapshot
             request, digest = held.request, held.digest
+            if writer and not request.dry_run:
+                self._claim_lease(cluster, runtime, writer)
             # SnapshotError → 422, before any state changes (the memo is only a cache).
             translated = to_snapshot(request, runtime.memo)
             snapshot = translated.snapshot
@@ -287,6 +298,28 @@ class Orchestrator:
             runtime.learn_answer(answered - decided)
         self._count(cluster, snapshot, answer, solve_s, answered - began)
         return answer.model_copy(update={"decision_id": decision_id})
+
+    def _claim_lease(self, cluster: str, runtime: ClusterRuntime, writer: str) -> None:
+        """``writer``'s dispatch holds the cluster's lease, or :class:`WriterConflict`
+        (counted; logged once per standby writer and holder)."""
+        duration = self.settings.writer_lease_s
+        if duration <= 0:
+            return
+        try:
+            changed = runtime.lease.claim(cluster, writer, time.monotonic(), duration)
+        except WriterConflict as conflict:
+            self.metrics.writer_conflicts.labels(cluster).inc()
+            said = (writer, conflict.holder)
+            if runtime.conflict_said != said:
+                runtime.conflict_said = said
+                log.warning(
+                    "a second bridge dispatches for a cluster: refused",
+                    extra={"cluster": cluster, "writer": writer, "holder": conflict.holder},
+                )
+            raise
+        if changed:
+            runtime.conflict_said = None
+            log.info("cluster %s: dispatches now come from bridge %s", cluster, writer)
 
     def _out_of_order(self, cluster: str, runtime: ClusterRuntime, snapshot: Snapshot) -> list[str]:
         """A note (and a count, and a warning) when ``snapshot`` is older than the last one

@@ -81,6 +81,9 @@ class ServiceSettings(BaseSettings):
     audit_snapshots: bool = False
     """Keep each dispatched snapshot in the audit trail, not only its digest (large)."""
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    writer_lease_s: float = Field(60.0, ge=0)
+    """A bridge's hold on its cluster's dispatches (:mod:`cpsched.service.lease`): another
+    bridge is refused until the holder has not dispatched for this long (0: no check)."""
     log_level: str = "WARNING"
     metrics_token: SecretStr | None = None
     """When set, ``/metrics`` answers only requests bearing this token (Prometheus:

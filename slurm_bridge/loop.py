@@ -8,7 +8,9 @@ unreachable or late, the configured fallback applies; it is undone when it retur
 from __future__ import annotations
 
 import logging
+import socket
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,6 +54,7 @@ class CycleReport:
     finished_refused: dict[str, str] = field(default_factory=dict)  # job → why
     finished_disbelieved: dict[str, str] = field(default_factory=dict)  # job → why
     left_out: dict[str, str] = field(default_factory=dict)  # job → why it was not decided
+    standby: bool = False  # another bridge holds the cluster's writer lease
     handed_over: list[str] = field(default_factory=list)  # refused, given to the manager
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -71,6 +74,13 @@ class Bridge:
         self.client = client
         self.clock = clock
         self.book = bookkeeping.load(settings.state_file)
+        if not self.book.writer_id:
+            self.book.writer_id = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
+        if self.client.writer is None:
+            self.client.writer = self.book.writer_id
+        self.standby = False
+        """Another bridge dispatches for the cluster (the service refused this one's
+        dispatch with 423): this one changes nothing until it may take over."""
         self.metrics = BridgeMetrics()
         self.audit = Audit(settings.audit_log_path)
         self.outage_since: float | None = None
@@ -97,7 +107,7 @@ class Bridge:
         for job in state.jobs:
             self.seen[job.id] = job
         shadow_mode = self.settings.mode == "shadow"
-        if not shadow_mode:
+        if not shadow_mode and not self.standby:
             report.misplaced = self._check_landed(state)
             report.rehold = self._rehold_stale_pins(state)
             report.unpinned = self.backend.settle(state)
@@ -121,6 +131,19 @@ class Bridge:
         t1 = time.perf_counter()
         try:
             decision = self.client.dispatch(request)
+        except ServiceRejected as exc:
+            report.timings["post_s"] = time.perf_counter() - t1
+            report.service_error = str(exc)
+            if exc.status == 423:
+                # Another bridge dispatches for the cluster: wait, change nothing (a
+                # fallback release would hand its held jobs to the workload manager).
+                report.standby = True
+                self._enter_standby(state, exc)
+            else:
+                self.metrics.inc("service_failures_total")
+                self._log_service_failure(exc)
+                if not shadow_mode:
+                    report.fallback = self._fallback(state)
         except ServiceError as exc:
             report.timings["post_s"] = time.perf_counter() - t1
             report.service_error = str(exc)
@@ -131,6 +154,10 @@ class Bridge:
         else:
             report.timings["post_s"] = time.perf_counter() - t1
             report.decision = decision
+            if self.standby:
+                self.standby = False
+                log.warning("this bridge now dispatches for the cluster (no longer a standby)")
+                self.audit.record(state.time, "active")
             report.left_out.update(
                 {r.job_id: f"refused by the service: {r.reason}" for r in decision.rejected}
             )
@@ -384,6 +411,17 @@ class Bridge:
             bookkeeping.save(self.settings.state_file, self.book)
         self.metrics.inc("finished_posted_total", report.finished_posted)
 
+    def _enter_standby(self, state: ClusterState, exc: ServiceRejected) -> None:
+        """Said once when this bridge becomes a standby; counted every cycle."""
+        if not self.standby:
+            self.standby = True
+            log.warning(
+                "standby: another bridge dispatches for this cluster; this one waits",
+                extra={"writer": self.book.writer_id, "error": exc.detail[:500]},
+            )
+            self.audit.record(state.time, "standby", writer=self.book.writer_id)
+        self.metrics.inc("standby_cycles_total")
+
     def _hand_over_refused(self, state: ClusterState, decision: DecisionOut) -> list[str]:
         """Held jobs the service refused, handed to the workload manager's own scheduler
         (``refused = "release"``): it knows its own rules, and a job cpsched cannot model
@@ -472,6 +510,7 @@ class Bridge:
         )
         self.metrics.set("running_jobs", report.running)
         self.metrics.set("fallback_active", 1.0 if self.book.fallback_active else 0.0)
+        self.metrics.set("standby", 1.0 if self.standby else 0.0)
         for phase, seconds in report.timings.items():
             self.metrics.set(f'cycle_phase_seconds{{phase="{phase[:-2]}"}}', seconds)
         if self.settings.metrics_file is not None:

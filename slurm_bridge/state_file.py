@@ -3,7 +3,8 @@
 What must survive a restart: finished jobs the service acknowledged (never posted twice),
 jobs the bridge pinned and released (re-held if they do not start), jobs handed to
 Slurm's scheduler by the ``release`` fallback (taken back when the service returns),
-and extensions granted per job (the service counts them).
+extensions granted per job (the service counts them), and the name this bridge gives
+the service (which lets one bridge dispatch per cluster: a restart keeps its place).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ class BridgeState:
     fallback_released: dict[str, float] = field(default_factory=dict)  # job id → when
     extensions: dict[str, int] = field(default_factory=dict)
     fallback_active: bool = False
+    writer_id: str = ""
+    """How this bridge names itself to the service (its host and a random id, made once):
+    the service lets one bridge dispatch per cluster, and a restart keeps the name."""
 
     def forget_old(self, now: int) -> None:
         """Drop acknowledged ids older than the finished-job look-back (bounded file)."""
@@ -57,6 +61,7 @@ def load(path: Path) -> BridgeState:
             },
             extensions={str(k): int(v) for k, v in raw.get("extensions", {}).items()},
             fallback_active=bool(raw.get("fallback_active", False)),
+            writer_id=str(raw.get("writer_id", "")),
         )
     except (OSError, ValueError, TypeError) as exc:
         raise StateFileError(

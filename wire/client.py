@@ -16,6 +16,8 @@ from cpsched.wire.errors import ServiceRejected, ServiceUnavailable
 from cpsched.wire.schemas import DecisionOut, DispatchRequest, FinishedAck, FinishedBatch
 
 Answer = TypeVar("Answer", bound=BaseModel)
+WRITER_HEADER = "X-Cpsched-Writer"
+"""The header naming the bridge that dispatches (``cpsched.service.lease``)."""
 
 RESEND_WHOLE = {404, 409, 422}
 """A delta refused with these is sent again whole: the service predates deltas (404),
@@ -35,12 +37,16 @@ class ServiceClient:
         timeout_s: float,
         transport: httpx.BaseTransport | None = None,
         deltas: bool = True,
+        writer: str | None = None,
     ) -> None:
         self.cluster = cluster
         self.deltas = deltas
         """Whether snapshots after the first go as deltas (turned off by a service
         without ``/dispatch/delta``)."""
         self._held: HeldSnapshot | None = None
+        self.writer = writer
+        """Sent with each dispatch (``X-Cpsched-Writer``): the service lets one writer
+        dispatch per cluster (a bridge's host and id; None for a replay)."""
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
             headers={"Authorization": f"Bearer {token}"} if token else {},
@@ -48,13 +54,14 @@ class ServiceClient:
             transport=transport,
         )
 
-    def _post(self, path: str, body: BaseModel, answer: type[Answer]) -> Answer:
+    def _post(
+        self, path: str, body: BaseModel, answer: type[Answer], *, as_writer: bool = False
+    ) -> Answer:
+        headers = {"Content-Type": "application/json"}
+        if as_writer and self.writer:
+            headers[WRITER_HEADER] = self.writer
         try:
-            response = self._http.post(
-                path,
-                content=body.model_dump_json(),
-                headers={"Content-Type": "application/json"},
-            )
+            response = self._http.post(path, content=body.model_dump_json(), headers=headers)
         except httpx.TimeoutException:
             raise ServiceUnavailable(
                 f"service did not answer {path} within the deadline; fallback applies"
@@ -85,14 +92,14 @@ class ServiceClient:
         delta = delta_between(held, request) if held is not None else None
         if delta is not None:
             try:
-                answer = self._post(f"{path}/delta", delta, DecisionOut)
+                answer = self._post(f"{path}/delta", delta, DecisionOut, as_writer=True)
             except ServiceRejected as exc:
                 if exc.status not in RESEND_WHOLE:
                     raise
                 if exc.status == 404:
                     self.deltas = False  # a service that predates deltas
         if answer is None:
-            answer = self._post(path, request, DecisionOut)
+            answer = self._post(path, request, DecisionOut, as_writer=True)
         if self.deltas and answer.snapshot_digest:
             self._held = HeldSnapshot.of(request, answer.snapshot_digest)
         return answer

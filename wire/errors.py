@@ -45,6 +45,11 @@ class ServiceRejected(ServiceError):
             )
         if self.status == 404:
             return "the service has no such cluster: set `cluster` to a name in its config"
+        if self.status == 423:
+            return (
+                "another bridge dispatches for this cluster (it holds the writer lease): "
+                "this bridge waits as a standby; stop one of them if that is not meant"
+            )
         if self.status == 413:
             return "the request is over the service's body limit: raise max_body_bytes there"
         return "the service refused the data sent (see the detail); report it with the bridge's log"

@@ -159,14 +159,20 @@ class ScriptedService:
 
     answer: Callable[[dict], dict] = lambda body: decision()
     down: bool = False
+    locked_by: str | None = None  # another bridge holds the writer lease: 423
     posted_finished: list[dict] = field(default_factory=list)
     dispatches: list[dict] = field(default_factory=list)
+    writers: list[str] = field(default_factory=list)  # each dispatch's X-Cpsched-Writer
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         if self.down:
             raise httpx.ConnectError("connection refused", request=request)
         body = json.loads(request.content)
         if request.url.path.endswith("/dispatch"):
+            self.writers.append(request.headers.get("X-Cpsched-Writer", ""))
+            if self.locked_by is not None:
+                detail = f"bridge {self.locked_by!r} holds its writer lease"
+                return httpx.Response(423, json={"error": "writer_conflict", "detail": detail})
             self.dispatches.append(body)
             return httpx.Response(200, json=self.answer(body))
         if request.url.path.endswith("/jobs/finished"):

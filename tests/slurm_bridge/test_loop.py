@@ -371,3 +371,28 @@ def test_a_refused_job_stays_held_when_the_site_says_so(tmp_path: Path) -> None:
     bridge = make(tmp_path, cluster, ScriptedService(answer=refuse), refused="hold")
     report = bridge.cycle()
     assert report.handed_over == [] and not any(c[0] == "release" for c in cluster.calls)
+
+
+def test_a_standby_bridge_changes_nothing_until_the_active_one_stops(tmp_path: Path) -> None:
+    service = ScriptedService(answer=lambda body: decision(starts={"1": {"n2": 1}}))
+    service.locked_by = "other-host:1234abcd"
+    cluster = FakeCluster(state(held("1")))
+    # The release fallback at once: a standby must still not hand jobs to the manager.
+    bridge = make(tmp_path, cluster, service, fallback="release", fallback_after_s=0)
+    for _ in range(3):
+        report = bridge.cycle()
+        assert report.standby and report.fallback is None and report.applied is None
+    assert not [c for c in cluster.calls if c[0] in {"release", "start", "hold"}]
+    assert bridge.metrics.gauges["standby"] == 1.0
+    audit = [json.loads(line) for line in bridge.settings.audit_log_path.read_text().splitlines()]
+    assert [a["event"] for a in audit if a["event"] == "standby"] == ["standby"]  # said once
+    # The active bridge stopped: its lease expired, this one dispatches now.
+    service.locked_by = None
+    report = bridge.cycle()
+    assert not report.standby and report.applied is not None
+    assert report.applied.started == {"1": {"n2": 1}}
+    assert bridge.metrics.gauges["standby"] == 0.0
+    # It names itself the same way on every call, and after a restart (the state file).
+    assert len(set(service.writers)) == 1 and service.writers[0] == bridge.book.writer_id
+    restarted = make(tmp_path, FakeCluster(state()), service)
+    assert restarted.book.writer_id == bridge.book.writer_id
