@@ -59,7 +59,13 @@ def make_bridge(service: LocalService, state_dir: Path, **overrides: object) -> 
         }
     )
     client = ServiceClient(
-        settings.service_url, settings.token, settings.cluster, timeout_s=settings.deadline_s
+        settings.service_url,
+        settings.token,
+        settings.cluster,
+        timeout_s=settings.deadline_s,
+        # The tests' bridges follow one another on one cluster, each with its own state
+        # file: one bridge restarted, for the service's writer lease.
+        writer="tests",
     )
     return Bridge(settings, make_backend(settings, SubprocessRunner(timeout_s=30)), client)
 
