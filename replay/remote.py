@@ -34,9 +34,18 @@ class RemoteScheduler:
     memory = Memory()  # the service keeps the history
 
     def __init__(
-        self, base_url: str, cluster: str, *, token: str | None = None, timeout: float = 120.0
+        self,
+        base_url: str,
+        cluster: str,
+        *,
+        token: str | None = None,
+        timeout: float = 120.0,
+        retire: bool = False,
     ) -> None:
         self.client = ServiceClient(base_url, token or "", cluster, timeout_s=timeout)
+        self.retire = retire
+        """Retire the cluster at the service when the replay is done (its history and
+        audit are the replay's only)."""
         self._finished: list[FinishedJobIn] = []
         self._predicted: dict[str, int] = {}
         self._names: tuple[str, ...] = ()
@@ -85,4 +94,8 @@ class RemoteScheduler:
             self.calls += 1
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            if self.retire:
+                self.client.retire()
+        finally:
+            self.client.close()

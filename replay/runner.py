@@ -42,8 +42,9 @@ class ReplaySettings:
     dispatcher, allocator, predictor and correction are then the service's)."""
     token: str | None = None
     cluster: str = "replay"
-    """The service's cluster name for this replay (use a fresh one per replay: the
-    service remembers every finished job it was sent)."""
+    """The service's cluster name for this replay: a new one (the service would predict
+    from a cluster's history); it is retired at the end unless ``keep_cluster``."""
+    keep_cluster: bool = False
     strict: bool = False
     """Stop at the trace's first malformed line (a TraceError naming it) instead of leaving
     such lines out."""
@@ -92,7 +93,12 @@ def simulate(
         dispatcher = RecordingDispatcher(dispatcher, writer)
     remote = None
     if settings.service is not None:
-        remote = RemoteScheduler(settings.service, settings.cluster, token=settings.token)
+        remote = RemoteScheduler(
+            settings.service,
+            settings.cluster,
+            token=settings.token,
+            retire=not settings.keep_cluster,
+        )
         dispatcher = predictor = remote
     simulator = Simulator(
         system,

@@ -24,7 +24,7 @@ from cpsched.service.error_handlers import install_error_handlers
 from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.orchestrator import Orchestrator
 from cpsched.service.retention import RetentionTask
-from cpsched.service.routes import decisions, dispatch, health, jobs
+from cpsched.service.routes import clusters, decisions, dispatch, health, jobs
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import migrate
 from cpsched.service.store.database import check_reachable, make_engine, make_sessions
@@ -65,7 +65,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        orchestrator.warm_up()
+        orchestrator.warm_up_in_background()
         retention.start()
         yield
         retention.stop()
@@ -99,7 +99,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     )
     app.add_middleware(StampArrival)  # outermost: a dispatch's deadline counts from here
     install_error_handlers(app, metrics)
-    for module in (dispatch, jobs, decisions, health):
+    for module in (dispatch, jobs, decisions, clusters, health):
         app.include_router(module.router)
     install_ui(app)
     install_api_docs(app)

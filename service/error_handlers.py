@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from cpsched.errors import InputError
 from cpsched.service.lease import WriterConflict
 from cpsched.service.metrics import ServiceMetrics
+from cpsched.service.orchestrator import UnknownCluster
 from cpsched.wire.deltas import StaleBaseError
 from cpsched.wire.schemas import ErrorOut, shown
 
@@ -51,6 +52,10 @@ def install_error_handlers(app: FastAPI, metrics: ServiceMetrics) -> None:
     @app.exception_handler(StaleBaseError)
     async def stale_base(_request: Request, exc: StaleBaseError) -> JSONResponse:
         return error(409, "stale_base", shown(str(exc), 4000))
+
+    @app.exception_handler(UnknownCluster)
+    async def unknown_cluster(_request: Request, exc: UnknownCluster) -> JSONResponse:
+        return error(404, "not_found", shown(str(exc), 4000))
 
     @app.exception_handler(WriterConflict)
     async def writer_conflict(_request: Request, exc: WriterConflict) -> JSONResponse:

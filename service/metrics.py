@@ -163,3 +163,14 @@ class ServiceMetrics:
             bucket.inc(cumulative - below)
             below = cumulative
         child._sum.inc(total)
+
+    def forget(self, cluster: str) -> None:
+        """Drop every series of ``cluster`` (a retired cluster is no longer reported).
+        prometheus_client lists a metric's children only in its private ``_metrics``."""
+        for metric in vars(self).values():
+            names = getattr(metric, "_labelnames", ())
+            if not names or names[0] != "cluster":
+                continue
+            for labels in list(metric._metrics):
+                if labels[0] == cluster:
+                    metric.remove(*labels)

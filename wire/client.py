@@ -13,7 +13,13 @@ from pydantic import BaseModel, ValidationError
 
 from cpsched.wire.deltas import HeldSnapshot, delta_between
 from cpsched.wire.errors import ServiceRejected, ServiceUnavailable
-from cpsched.wire.schemas import DecisionOut, DispatchRequest, FinishedAck, FinishedBatch
+from cpsched.wire.schemas import (
+    ClusterRetiredOut,
+    DecisionOut,
+    DispatchRequest,
+    FinishedAck,
+    FinishedBatch,
+)
 
 Answer = TypeVar("Answer", bound=BaseModel)
 WRITER_HEADER = "X-Cpsched-Writer"
@@ -106,6 +112,18 @@ class ServiceClient:
 
     def post_finished(self, batch: FinishedBatch) -> FinishedAck:
         return self._post(f"/v1/clusters/{self.cluster}/jobs/finished", batch, FinishedAck)
+
+    def retire(self) -> ClusterRetiredOut:
+        """Delete the cluster at the service: its history, predictions and audit trail."""
+        try:
+            response = self._http.delete(f"/v1/clusters/{self.cluster}")
+        except httpx.TransportError as exc:
+            raise ServiceUnavailable(f"service unreachable ({exc})") from None
+        if response.status_code >= 500:
+            raise ServiceUnavailable(f"service failed to retire the cluster: {response.text[:300]}")
+        if response.status_code >= 400:
+            raise ServiceRejected(response.status_code, response.text)
+        return ClusterRetiredOut.model_validate_json(response.content)
 
     def healthy(self) -> bool:
         try:

@@ -465,6 +465,13 @@ class AuditPageOut(ResponseModel):
     next_after_id: int | None = Field(description="Pass as after_id for the next page.")
 
 
+class ClusterRetiredOut(ResponseModel):
+    cluster: str
+    deleted: dict[str, int] = Field(
+        description="Rows deleted per table: decisions (the audit), predictions, finished_jobs."
+    )
+
+
 class ErrorOut(ResponseModel):
     error: str = Field(description="Machine-readable error kind.")
     detail: str = Field(description="What went wrong and what to do about it.")

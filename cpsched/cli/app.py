@@ -137,8 +137,16 @@ def replay(
         str | None, typer.Option(help="Bearer token for --service.", envvar="CPSCHED_TOKEN")
     ] = None,
     cluster: Annotated[
-        str, typer.Option(help="Cluster name at the service (use a fresh one per replay).")
+        str,
+        typer.Option(
+            help="Cluster name at the service: it must be new (the service would predict "
+            "from its history); retired at the end unless --keep-cluster."
+        ),
     ] = "replay",
+    keep_cluster: Annotated[
+        bool,
+        typer.Option(help="Keep --cluster at the service after the replay (its audit trail)."),
+    ] = False,
 ) -> None:
     """Replay a trace through one policy and write its metrics to OUT."""
     settings = ReplaySettings(
@@ -157,6 +165,7 @@ def replay(
         service=service,
         token=token,
         cluster=cluster,
+        keep_cluster=keep_cluster,
         strict=strict,
     )
     with Progress(

@@ -24,12 +24,13 @@ from sqlalchemy import Table, delete, func, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from cpsched.predictor.base import Memory
-from cpsched.service.store.models import DecisionRow, FinishedJobRow, PredictionRow
+from cpsched.service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
 
 DAY_S = 86_400
 _DECISIONS = cast(Table, DecisionRow.__table__)
 _PREDICTIONS = cast(Table, PredictionRow.__table__)
 _FINISHED = cast(Table, FinishedJobRow.__table__)
+_CLUSTERS = cast(Table, Cluster.__table__)
 KINDS = ("decisions", "predictions", "finished_jobs")
 
 
@@ -108,6 +109,25 @@ def prune_finished(session: Session, cluster: int, before: int, batch: int, memo
         query = query.where(jobs.c.id.not_in(users_newest))
     ids = session.scalars(query.order_by(jobs.c.end_time, jobs.c.id).limit(batch)).all()
     return _delete_ids(session, _FINISHED, list(ids))
+
+
+def delete_cluster(sessions: Any, cluster: int, batch: int) -> dict[str, int]:
+    """Every row of ``cluster``, deleted in batches (a transaction each), then the
+    cluster itself: rows deleted per table."""
+    deleted = dict.fromkeys(KINDS, 0)
+    for kind, table in zip(KINDS, (_DECISIONS, _PREDICTIONS, _FINISHED), strict=True):
+        while True:
+            with sessions.begin() as session:
+                ids = session.scalars(
+                    select(table.c.id).where(table.c.cluster_id == cluster).limit(batch)
+                ).all()
+                gone = _delete_ids(session, table, list(ids))
+            deleted[kind] += gone
+            if gone < batch:
+                break
+    with sessions.begin() as session:
+        session.execute(delete(_CLUSTERS).where(_CLUSTERS.c.id == cluster))
+    return deleted
 
 
 def oldest(session: Session, cluster: int) -> dict[str, int | None]:

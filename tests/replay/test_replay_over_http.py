@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from cpsched.cli.local_service import local_service
@@ -108,4 +109,8 @@ def both_ways(tmp_path, trace, policy, replay_options, system=None):
             **common,
         )
         run_replay(remote)
+        # The replay's cluster was retired at its end: nothing of it is left at the service.
+        headers = {"Authorization": "Bearer local-token"}
+        gone = httpx.get(f"{service.url}/v1/clusters/c/decisions", headers=headers).json()
+        assert gone["entries"] == []
     return compare_replays(tmp_path / "local", tmp_path / "remote")

@@ -123,6 +123,7 @@ def fed_service(tmp_path_factory: pytest.TempPathFactory, traces_dir: Path) -> I
                 service=service.url,
                 token=WRITER,
                 cluster="kth",
+                keep_cluster=True,  # the pages show what it left
             )
         )
         headers = {"Authorization": f"Bearer {WRITER}"}
