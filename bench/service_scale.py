@@ -9,11 +9,14 @@ a fresh service (SQLite unless --postgres), a warm-up call (every job new: not c
 then --calls calls. "late" counts answers over deadline + 150 ms; "fallback" answers the
 fallback gave (the service's, or the CP dispatcher's own); "healthz" the longest /healthz
 round trip while the counted calls ran (a second client asks every 20 ms): what a large
-request costs the requests beside it.
+request costs the requests beside it. ``--idle``: no running job and every queued job
+startable (1 to 64 cores: an empty machine after a maintenance window, where each call
+can start the whole queue); "starts" is the mean per call and "partial" the answers of
+a heuristic stopped at the deadline.
 
     .venv/bin/python bench/service_scale.py [--calls 20] [--deadline 2]
         [--sizes 1000x1000,1000x10000,1000x50000,5000x1000,5000x10000,5000x50000]
-        [--dispatchers easy,hcp3] [--postgres]
+        [--dispatchers easy,hcp3] [--postgres] [--idle]
 """
 
 from __future__ import annotations
@@ -87,17 +90,26 @@ def queued_job(k: int, rng: random.Random) -> dict[str, object]:
     }  # fmt: skip
 
 
-def snapshots(nodes: int, queued: int, calls: int, seed: int = 1) -> list[bytes]:
-    """The warm-up snapshot and ``calls`` more, each 10 s later with 1% of its queue new."""
+def startable_job(k: int, rng: random.Random) -> dict[str, object]:
+    return {**queued_job(k, rng), "units": rng.choice([1, 2, 4, 8, 16, 32, 64])}
+
+
+def snapshots(
+    nodes: int, queued: int, calls: int, seed: int = 1, *, idle: bool = False
+) -> list[bytes]:
+    """The warm-up snapshot and ``calls`` more, each 10 s later with 1% of its queue new
+    (``idle``: on an empty machine, every job startable; as each call is posted without
+    applying the one before, each finds the machine empty again)."""
     rng = random.Random(seed)
-    base = {"nodes": machine(nodes), "running": running_jobs(nodes, rng)}
-    queue = [queued_job(k, rng) for k in range(queued)]
+    base = {"nodes": machine(nodes), "running": [] if idle else running_jobs(nodes, rng)}
+    new_job = startable_job if idle else queued_job
+    queue = [new_job(k, rng) for k in range(queued)]
     bodies = []
     fresh = queued
     for call in range(calls + 1):
         bodies.append(json.dumps({"time": NOW + 10 * call, **base, "queued": queue}).encode())
         for _ in range(max(1, queued // 100)):
-            queue[rng.randrange(queued)] = queued_job(fresh, rng)
+            queue[rng.randrange(queued)] = new_job(fresh, rng)
             fresh += 1
     return bodies
 
@@ -150,7 +162,7 @@ class HealthProbe:
 def run(
     nodes: int, queued: int, dispatcher: str, args: argparse.Namespace, url: str | None
 ) -> dict[str, float]:
-    bodies = snapshots(nodes, queued, args.calls)
+    bodies = snapshots(nodes, queued, args.calls, idle=args.idle)
     if args.delta:
         bodies = as_deltas(bodies)
     work = Path(tempfile.mkdtemp(prefix="cpsched-scale-"))
@@ -160,7 +172,7 @@ def run(
         httpx.Client(base_url=service.url, timeout=600) as client,
         HealthProbe(service.url) as probe,
     ):
-        trips, late, fallbacks = [], 0, 0
+        trips, late, fallbacks, partial, starts = [], 0, 0, 0, 0
         digest = b""
         for call, body in enumerate(bodies):
             probe.counting = call > 0
@@ -178,7 +190,10 @@ def run(
             trips.append(elapsed)
             digest = response.json()["snapshot_digest"].encode()
             late += elapsed > args.deadline + 0.15
-            fallbacks += response.json()["diagnostics"]["fallback"]
+            answer = response.json()
+            fallbacks += answer["diagnostics"]["fallback"]
+            partial += answer["diagnostics"].get("partial", False)
+            starts += len(answer["starts"])
         assert service.process is not None
         peak = peak_rss_mb(service.process.pid)
     return {
@@ -188,6 +203,8 @@ def run(
         "max": max(trips),
         "late": late,
         "fallbacks": fallbacks,
+        "partial": partial,
+        "starts": starts / max(1, len(trips)),
         "calls": len(trips),
         "peak_mb": peak,
         "healthz_ms": max(probe.trips, default=float("nan")) * 1000,
@@ -206,6 +223,7 @@ def main() -> None:
     parser.add_argument(
         "--delta", action="store_true", help="After the warm-up, post deltas (/dispatch/delta)."
     )
+    parser.add_argument("--idle", action="store_true", help="An empty machine: all startable.")
     args = parser.parse_args()
     print(
         f"deadline {args.deadline} s, {args.calls} calls per row after a warm-up; "
@@ -213,8 +231,8 @@ def main() -> None:
         f"{'; deltas after the warm-up (body MB: the whole snapshot)' if args.delta else ''}"
     )
     header = ("nodes", "queued", "body MB", "dispatcher", "p50 s", "p99 s", "max s", "late")
-    print("{:>6} {:>7} {:>8} {:>10} {:>7} {:>7} {:>7} {:>5} {:>9} {:>8} {:>10}".format(
-        *header, "fallback", "peak MB", "healthz ms"))  # fmt: skip
+    print("{:>6} {:>7} {:>8} {:>10} {:>7} {:>7} {:>7} {:>5} {:>9} {:>8} {:>7} {:>8} {:>10}".format(
+        *header, "fallback", "partial", "starts", "peak MB", "healthz ms"))  # fmt: skip
     for size in args.sizes.split(","):
         nodes, queued = (int(x) for x in size.split("x"))
         for dispatcher in args.dispatchers.split(","):
@@ -223,7 +241,8 @@ def main() -> None:
             print(
                 f"{nodes:>6} {queued:>7} {r['bytes'] / 1e6:>8.1f} {dispatcher:>10} "
                 f"{r['p50']:>7.3f} {r['p99']:>7.3f} {r['max']:>7.3f} {r['late']:>5} "
-                f"{r['fallbacks']:>4}/{r['calls']:<4} {r['peak_mb']:>8.0f} "
+                f"{r['fallbacks']:>4}/{r['calls']:<4} {r['partial']:>8} {r['starts']:>7.0f} "
+                f"{r['peak_mb']:>8.0f} "
                 f"{r['healthz_ms']:>10.0f}",
                 flush=True,
             )

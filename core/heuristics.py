@@ -25,7 +25,8 @@ from cpsched.core.problem import (
     Snapshot,
     Start,
 )
-from cpsched.core.reservation import reserve, running_releases
+from cpsched.core.reservation import Reservation, reserve, running_releases
+from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError
 
 Order = Callable[[Sequence[Job], Durations], list[Job]]
@@ -70,6 +71,13 @@ def exceeds_machine(job: Job, capacity_total: Amounts) -> bool:
     return not covers(capacity_total, job.request)
 
 
+class _Stopped(Exception):
+    """The caller's deadline came during the backfill, ``looked_at`` jobs in."""
+
+    def __init__(self, looked_at: int) -> None:
+        self.looked_at = looked_at
+
+
 class ListDispatcher:
     """Start queued jobs in ``order``; with ``backfill``, EASY.
 
@@ -89,8 +97,11 @@ class ListDispatcher:
         backfill_order: BackfillOrder = "queue",
         depth: int = 1,
         max_jobs: int | None = None,
+        state: DispatcherState | None = None,
     ) -> None:
         self.name = name
+        self.state = state
+        """Where its caller's deadline is (``DispatcherState.stop``), if it has one."""
         self.order = order
         self.allocator = allocator
         self.backfill = backfill
@@ -119,7 +130,10 @@ class ListDispatcher:
         starts: list[Start] = []
         notes: list[str] = []
         head_at = len(queue)
+        stop = self.state.stop if self.state is not None else None
         for i, job in enumerate(queue):
+            if stop is not None and stop():
+                return self._partial(starts, notes, i, len(queue))
             allocation = place(job, free)
             if allocation is None:
                 if exceeds_machine(job, snapshot.capacity_total):
@@ -131,7 +145,12 @@ class ListDispatcher:
             starts.append(Start(job.id, allocation))
         planned: dict[str, int] | None = None
         if self.backfill and head_at < len(queue):
-            planned = self._backfill(snapshot, durations, queue, head_at, free, starts, notes)
+            try:
+                planned = self._backfill(
+                    snapshot, durations, queue, head_at, free, starts, notes, stop
+                )
+            except _Stopped as stopped:
+                return self._partial(starts, notes, stopped.looked_at, len(queue))
         return Decision(
             starts=tuple(starts),
             planned=planned,
@@ -139,6 +158,13 @@ class ListDispatcher:
                 Diagnostics(dispatcher=self.name, notes=tuple(notes)) if notes else self._plain
             ),
         )
+
+    def _partial(self, starts: list[Start], notes: list[str], looked_at: int, of: int) -> Decision:
+        """The starts made when the caller's deadline came: valid, but jobs after the
+        ``looked_at`` first of ``of`` were not considered."""
+        notes.append(f"stopped at the deadline after {looked_at} of {of} queued jobs")
+        diagnostics = Diagnostics(dispatcher=self.name, partial=True, notes=tuple(notes))
+        return Decision(starts=tuple(starts), diagnostics=diagnostics)
 
     def _conservative(self, snapshot: Snapshot, durations: Durations, queue: list[Job]) -> Decision:
         plan = backfill_with_depth(
@@ -168,6 +194,7 @@ class ListDispatcher:
         free: FreeCapacity,
         starts: list[Start],
         notes: list[str],
+        stop: Callable[[], bool] | None = None,
     ) -> dict[str, int] | None:
         now = snapshot.time
         head = queue[head_at]
@@ -181,6 +208,8 @@ class ListDispatcher:
             return None
         if self.shortest_backfilled_first:
             candidates.sort(key=lambda job: durations[job.id])  # stable: ties keep queue order
+        if stop is not None and stop():
+            raise _Stopped(head_at + 1)
         releases = running_releases(snapshot, durations, queue[:head_at], starts)
         reservation = reserve(head, free, releases, self.allocator)
         if reservation is None:
@@ -188,21 +217,12 @@ class ListDispatcher:
         place = self.allocator.place
         limited: FreeCapacity | None = None  # free now and still spare at the shadow time
         if candidates and reservation is not None:
-            window = reservation.time - now
-            outlast = [job for job in candidates if durations[job.id] > window]
-            if outlast:
-                # The same up-front filter for jobs that would outlast the reservation:
-                # they must fit in what is free now *and* spare then.
-                limited = free.clamp_to(reservation.spare())
-                fitting = outlast
-                for r, have in enumerate(limited.total):
-                    fitting = [job for job in fitting if job.request[r] <= have]
-                if len(fitting) < len(outlast):
-                    keep = {job.id for job in fitting}
-                    candidates = [
-                        job for job in candidates if durations[job.id] <= window or job.id in keep
-                    ]
-        for job in candidates:
+            candidates, limited = _without_outlasting_misfits(
+                candidates, durations, free, reservation, reservation.time - now
+            )
+        for looked_at, job in enumerate(candidates, start=head_at + 1):
+            if stop is not None and stop():
+                raise _Stopped(looked_at)
             if not free.fits_total(job.request):
                 continue
             if reservation is None or now + durations[job.id] <= reservation.time:
@@ -223,3 +243,26 @@ class ListDispatcher:
                 limited.take(allocation, job)
                 starts.append(Start(job.id, allocation))
         return None if reservation is None else {head.id: reservation.time}
+
+
+def _without_outlasting_misfits(
+    candidates: list[Job],
+    durations: Durations,
+    free: FreeCapacity,
+    reservation: Reservation,
+    window: int,
+) -> tuple[list[Job], FreeCapacity | None]:
+    """The up-front filter again, for jobs that would outlast the reservation: they must
+    fit in what is free now *and* spare then. The candidates left, and that capacity
+    (None when no candidate outlasts it)."""
+    outlast = [job for job in candidates if durations[job.id] > window]
+    if not outlast:
+        return candidates, None
+    limited = free.clamp_to(reservation.spare())
+    fitting = outlast
+    for r, have in enumerate(limited.total):
+        fitting = [job for job in fitting if job.request[r] <= have]
+    if len(fitting) < len(outlast):
+        keep = {job.id for job in fitting}
+        candidates = [job for job in candidates if durations[job.id] <= window or job.id in keep]
+    return candidates, limited

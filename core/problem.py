@@ -227,6 +227,9 @@ class Diagnostics:
     (:mod:`cpsched.core.steady_blocks`), held by the placer or the final check."""
     split_dropped: int = 0
     """Of which starts the dispatcher had decided and the final check took out."""
+    partial: bool = False
+    """A heuristic stopped at its caller's deadline (``DispatcherState.stop``): the starts
+    are valid, but jobs after the last one it looked at were not considered."""
     notes: tuple[str, ...] = ()
 
 

@@ -137,6 +137,7 @@ def make_dispatcher(
             backfill_order=backfill_order,
             depth=backfill_depth,
             max_jobs=queue_depth,
+            state=state,
         )
         # The site's rules, and balanced, weighted, ...: they observe each snapshot.
         dispatcher = with_allocator_context(listed, placer)

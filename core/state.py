@@ -10,6 +10,7 @@ whether a decision is valid (the validator checks every decision on its own).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cpsched.core.allocators_hetero import PriorityCounters
@@ -52,3 +53,8 @@ class DispatcherState:
     """CP dispatchers: the seconds the next call may take when its caller has less to give
     than ``SearchConfig.deadline`` (the service has spent part of it reading the request
     and keeps some for answering); None: the configured deadline. Set before each call."""
+    stop: Callable[[], bool] | None = None
+    """The heuristics (EASY, FCFS..., the fallback): asked between jobs; once it returns
+    True the call returns the starts made so far, marked partial (``Diagnostics.partial``).
+    The caller's deadline, as a callable it sets before each call (the core reads no
+    clock); None: every call runs to its end (replays: the same decision every time)."""

@@ -510,6 +510,7 @@ def to_decision_out(
             model_intervals=d.model_intervals,
             split_waiting=d.split_waiting,
             split_dropped=d.split_dropped,
+            partial=d.partial,
             notes=_at_most([*notes, *d.notes], MAX_NOTES),
         ),
     )
@@ -657,6 +658,7 @@ def decision_from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
             model_intervals=d.model_intervals,
             split_waiting=d.split_waiting,
             split_dropped=d.split_dropped,
+            partial=d.partial,
             notes=tuple(d.notes),
         ),
     )

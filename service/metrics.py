@@ -124,6 +124,13 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.partial = Counter(
+            "cpsched_partial_decisions_total",
+            "Answers of a heuristic stopped at the deadline before it looked at every "
+            "queued job (valid starts; the rest wait for the next call).",
+            ["cluster"],
+            registry=r,
+        )
         self.rejected_jobs = Counter(
             "cpsched_rejected_jobs_total",
             "Queued jobs left out of a decision (unknown resource type, too big...).",

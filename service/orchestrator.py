@@ -58,6 +58,8 @@ from cpsched.wire.schemas import (
 
 log = logging.getLogger(__name__)
 
+FALLBACK_FLOOR = 0.5
+"""The least time the fallback gets, as a share of the deadline (see :meth:`_decide`)."""
 RETIRE_BATCH = 5000
 """Rows per delete transaction when a cluster is retired."""
 
@@ -429,7 +431,10 @@ class Orchestrator:
                 runtime.policy.deadline,
             )
         else:
-            future = self.executor.submit(runtime.decide, snapshot, time_left)
+            due = began + time_left
+            future = self.executor.submit(
+                runtime.decide, snapshot, time_left, lambda: time.perf_counter() >= due
+            )
             try:
                 # A CP dispatcher answers by ``time_left`` itself (its own fallback when
                 # its search has no time); the grace covers a phase overrunning a little.
@@ -460,7 +465,11 @@ class Orchestrator:
                 incident = uuid.uuid4().hex[:12]
                 log.exception("cluster %s: dispatcher failed (incident %s)", runtime.name, incident)
         fell_back = time.perf_counter()
-        fallback = runtime.fallback.decide(snapshot, runtime.book.durations)
+        # It returns what it has by the deadline (marked partial), never runs on; when
+        # reading the request took (nearly) all of it, it still has half a deadline, so
+        # that every call starts something however large the cluster.
+        stop_at = max(decide_by, fell_back + runtime.policy.deadline * FALLBACK_FLOOR)
+        fallback = runtime.decide_by_fallback(snapshot, lambda: time.perf_counter() >= stop_at)
         runtime.learn_fallback(time.perf_counter() - fell_back)
         solve_s = time.perf_counter() - began
         self.metrics.fallbacks.labels(runtime.name, reason).inc()
@@ -493,6 +502,8 @@ class Orchestrator:
         m.rejected_jobs.labels(cluster).inc(len(answer.rejected))
         m.split_waiting.labels(cluster).set(d.split_waiting)
         m.split_dropped.labels(cluster).inc(d.split_dropped)
+        if d.partial:
+            m.partial.labels(cluster).inc()
         if not answer.dry_run:
             m.started.labels(cluster).inc(len(answer.starts))
             m.extensions.labels(cluster).inc(len(answer.extensions))

@@ -337,6 +337,11 @@ class DiagnosticsOut(ResponseModel):
         default=0,
         description="Of which starts the dispatcher had decided and the final check took out.",
     )
+    partial: bool = Field(
+        default=False,
+        description="The heuristic that answered stopped at the deadline: its starts are "
+        "valid, but it did not look at every queued job (the next call goes on).",
+    )
     notes: list[str] = Field(default_factory=list)
 
 

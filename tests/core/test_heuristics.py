@@ -141,3 +141,49 @@ def test_a_queue_depth_bounds_the_jobs_easy_considers():
     shallow = make_dispatcher("easy", "first-fit", queue_depth=2).decide(snap, durations)
     assert started(shallow) == []  # small0 is beyond it: it waits for a later call
     assert shallow.planned == {"h": 100}
+
+
+def stop_after(calls: int):
+    """A deadline that comes at the ``calls``-th time it is asked (as a clock would)."""
+    asked = [0]
+
+    def stop() -> bool:
+        asked[0] += 1
+        return asked[0] > calls
+
+    return stop
+
+
+@pytest.mark.parametrize("name", ["fcfs", "easy"])
+def test_a_heuristic_returns_what_it_has_when_its_deadline_comes(name):
+    from cpsched.core.state import DispatcherState
+
+    queue = [job(f"j{i}") for i in range(6)]
+    snap = snapshot(0, nodes(4, 4), queue=queue)
+    state = DispatcherState()
+    dispatcher = make_dispatcher(name, "first-fit", state=state)
+    state.stop = stop_after(3)
+    decision = dispatcher.decide(snap, limits_as_durations(snap))
+    check_decision(snap, decision)
+    assert started(decision) == ["j0", "j1", "j2"]  # the jobs looked at before it came
+    assert decision.diagnostics.partial
+    assert "stopped at the deadline after 3 of 6 queued jobs" in decision.diagnostics.notes
+    state.stop = None  # no deadline: the whole queue
+    whole = dispatcher.decide(snap, limits_as_durations(snap))
+    assert len(whole.starts) == 6 and not whole.diagnostics.partial
+
+
+def test_easy_stopped_during_its_backfill_keeps_the_starts_made_so_far():
+    from cpsched.core.state import DispatcherState
+
+    # 4 cores; r holds 3 until 100; the head needs 4: the backfill looks at a, b, c.
+    r = job("r", units=3, limit=100)
+    queue = [job("h", units=4), job("a", limit=50), job("b", limit=50), job("c", limit=50)]
+    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 3)])], queue)
+    state = DispatcherState()
+    dispatcher = make_dispatcher("easy", "first-fit", state=state)
+    # Asked before h (1), before the reservation (2), before a (3), before b: it stops.
+    state.stop = stop_after(3)
+    decision = dispatcher.decide(snap, limits_as_durations(snap))
+    check_decision(snap, decision)
+    assert started(decision) == ["a"] and decision.diagnostics.partial

@@ -244,3 +244,18 @@ def test_a_cp_dispatcher_answers_by_the_time_it_is_given(make_client):
     assert decision.diagnostics.fallback is True
     assert decision.diagnostics.fallback_reason.startswith("no time left")
     assert runtime.dispatcher_state.timings.fallback_s > 0  # what the service keeps for it
+
+
+def test_the_fallback_stops_at_the_deadline_with_valid_starts(make_client) -> None:
+    # 2,000 startable jobs and a 1 ms deadline: the fallback (EASY) cannot look at them
+    # all; it answers with the starts it made, marked partial, and the next call goes on.
+    client = make_client(defaults={"deadline": 0.001}, max_body_bytes=10_000_000)
+    nodes = [{"name": f"n{i}", "resources": {"cpu": 4}} for i in range(2000)]
+    queued = [job(f"q{i}", submit=i) for i in range(2000)]
+    body = snapshot(nodes=nodes, queued=queued)
+    d = client.post("/v1/clusters/c1/dispatch", json=body, headers=AUTH).json()
+    assert d["diagnostics"]["fallback"] and d["diagnostics"]["partial"]
+    assert len(d["starts"]) < 2000
+    assert any("stopped at the deadline" in note for note in d["diagnostics"]["notes"])
+    metrics = client.get("/metrics").text
+    assert 'cpsched_partial_decisions_total{cluster="c1"} 1.0' in metrics
