@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI
 
 from cpsched import __version__
@@ -63,14 +64,19 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     orchestrator = Orchestrator(settings, sessions, metrics)
     retention = RetentionTask(settings, sessions, metrics)
 
+    health_engine = make_engine(settings.database_url, pool_size=1)
+
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # /readyz's database check: threads of its own, never queued behind dispatches.
+        app.state.health_limiter = anyio.CapacityLimiter(2)
         orchestrator.warm_up_in_background()
         retention.start()
         yield
         retention.stop()
         orchestrator.close()
         engine.dispose()
+        health_engine.dispose()
 
     app = FastAPI(
         title="cpsched",
@@ -85,6 +91,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     app.state.retention = retention
     app.state.metrics = metrics
     app.state.engine = engine
+    app.state.health_engine = health_engine
     app.state.database_health = DatabaseHealth(engine)
     app.add_middleware(
         BodyLimit,

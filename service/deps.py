@@ -9,12 +9,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request
-from sqlalchemy import Engine
 
 from cpsched.service.auth import VERDICT_SCOPE_KEY, Refusal, authorise
-from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.orchestrator import Orchestrator
-from cpsched.service.store.health import DatabaseHealth
 from cpsched.wire.schemas import PRINTABLE
 
 ClusterName = Annotated[
@@ -65,26 +62,8 @@ def orchestrator_of(request: Request) -> Orchestrator:
     return orchestrator
 
 
-def metrics_of(request: Request) -> ServiceMetrics:
-    metrics: ServiceMetrics = request.app.state.metrics
-    return metrics
-
-
-def engine_of(request: Request) -> Engine:
-    engine: Engine = request.app.state.engine
-    return engine
-
-
-def database_health_of(request: Request) -> DatabaseHealth:
-    health: DatabaseHealth = request.app.state.database_health
-    return health
-
-
 Authorised = Annotated[str, Depends(token_for_cluster)]
 """A token that may post to the cluster."""
 Reader = Annotated[str, Depends(reader_of_cluster)]
 """A token that may read the cluster (read-only tokens too)."""
 OrchestratorDep = Annotated[Orchestrator, Depends(orchestrator_of)]
-MetricsDep = Annotated[ServiceMetrics, Depends(metrics_of)]
-EngineDep = Annotated[Engine, Depends(engine_of)]
-DatabaseHealthDep = Annotated[DatabaseHealth, Depends(database_health_of)]

@@ -36,6 +36,7 @@ from cpsched.service.metrics import ERROR_BUCKETS, ServiceMetrics
 from cpsched.service.pending import pending
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history, retention
+from cpsched.service.store.database import lock_wait
 from cpsched.service.store.models import DecisionRow
 from cpsched.wire.deltas import HeldSnapshot, apply_delta
 from cpsched.wire.schemas import (
@@ -318,7 +319,10 @@ class Orchestrator:
             if made:
                 # Stored now, so that the time they take (10,000 new jobs: a second on
                 # PostgreSQL) is known before the dispatcher gets its share.
-                with self.sessions.begin() as session:
+                with (
+                    self.sessions.begin() as session,
+                    lock_wait(session, due - time.perf_counter()),
+                ):
                     name = runtime.predictor.name
                     history.record_predictions(
                         session,
@@ -348,7 +352,10 @@ class Orchestrator:
                 decision_id=None,
                 snapshot_digest=digest,
             )
-            with self.sessions.begin() as session:
+            with (
+                self.sessions.begin() as session,
+                lock_wait(session, due - time.perf_counter()),
+            ):
                 if not request.dry_run:
                     name = runtime.predictor.name
                     history.record_predictions(

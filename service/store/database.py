@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +20,17 @@ STATEMENT_TIMEOUT_MS = 120_000
 """PostgreSQL: longest statement (the predictor's rebuild reads the whole history)."""
 POOL_TIMEOUT_S = 5
 """Longest wait for a pooled connection."""
+SQLITE_BUSY_TIMEOUT_S = 5
+"""SQLite: longest wait for another writer (a dispatch waits less: :func:`lock_wait`)."""
+LEAST_LOCK_WAIT_S = 0.15
+"""The least a dispatch's write waits for a lock: what another writer's ordinary
+transaction (a slice of finished jobs, a retention batch) may hold it for."""
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite files get WAL, a busy timeout and foreign keys."""
+def make_engine(url: str, *, pool_size: int = 8) -> Engine:
+    """An engine for ``url``; SQLite files get WAL, a busy timeout and foreign keys.
+    ``pool_size``: PostgreSQL connections kept (as many again may open under load; with
+    1, exactly one: the health checks' own engine)."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -34,7 +43,7 @@ def make_engine(url: str) -> Engine:
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() == "sqlite":
         _make_directory(parsed)
-        engine = create_engine(parsed, connect_args={"timeout": 30})
+        engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if parsed.get_backend_name() != "postgresql":
@@ -48,8 +57,8 @@ def make_engine(url: str) -> Engine:
     return create_engine(
         parsed,
         pool_pre_ping=True,
-        pool_size=8,
-        max_overflow=8,
+        pool_size=pool_size,
+        max_overflow=pool_size if pool_size > 1 else 0,
         pool_timeout=POOL_TIMEOUT_S,
         connect_args={"options": timeouts},
     )
@@ -116,6 +125,25 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+@contextmanager
+def lock_wait(session: Session, seconds: float) -> Iterator[None]:
+    """The session's statements wait at most ``seconds`` (at least
+    :data:`LEAST_LOCK_WAIT_S`) for a lock: a dispatch's writes give up by its deadline
+    (a 503 the bridge retries) instead of waiting out a table locked for maintenance.
+    PostgreSQL: ``SET LOCAL lock_timeout`` (this transaction only); SQLite: the
+    connection's busy timeout, restored after."""
+    ms = int(max(seconds, LEAST_LOCK_WAIT_S) * 1000)
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"SET LOCAL lock_timeout = '{ms}ms'"))
+        yield
+        return
+    session.execute(text(f"PRAGMA busy_timeout = {ms}"))
+    try:
+        yield
+    finally:
+        session.execute(text(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_S * 1000}"))
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:

@@ -357,11 +357,39 @@ def test_a_locked_audit_table_gives_quick_503s_not_hung_dispatches(postgres_url)
             answer = dispatch(client, snapshot(time=200, queued=[job("q1")]))
             waited = time.monotonic() - began
             assert answer.status_code == 503 and answer.headers["Retry-After"]
-            assert waited < 15  # the lock timeout (2 s), not the lock's whole duration
+            # Its writes wait until its deadline (0.2 s; at least 0.15 s for the lock),
+            # not the connections' 2 s lock timeout, nor the lock's whole duration.
+            assert waited < 1.9
             assert client.get("/readyz").status_code == 503
             assert client.get("/healthz").status_code == 200
         assert dispatch(client, snapshot(time=300, queued=[job("q1")])).status_code == 200
         assert client.get("/readyz").json() == {"status": "ready"}
+
+
+def test_a_sqlite_writer_holding_the_lock_gives_a_quick_503(tmp_path):
+    import sqlite3
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from cpsched.service.app import create_app
+    from tests.service.conftest import settings_for
+
+    path = tmp_path / "cpsched.db"
+    with TestClient(create_app(settings_for(f"sqlite:///{path}"))) as client:
+        assert dispatch(client, snapshot(time=100)).status_code == 200
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another writer (a manual session, a backup)
+        try:
+            began = time.monotonic()
+            answer = dispatch(client, snapshot(time=200, queued=[job("q1")]))
+            waited = time.monotonic() - began
+            assert answer.status_code == 503
+            assert waited < 4  # by its deadline, not SQLite's 5 s busy timeout
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert dispatch(client, snapshot(time=300, queued=[job("q1")])).status_code == 200
 
 
 def test_openapi_documents_the_api(client):
@@ -453,3 +481,32 @@ def test_api_docs_are_served_from_the_service_itself(client):
     for source in sources:
         assert client.get(source).status_code == 200, source
     assert client.get("/redoc").status_code == 404
+
+
+def test_health_answers_while_every_worker_thread_is_busy(client):
+    """Dispatches waiting on a locked table can hold every worker thread: /healthz,
+    /readyz and /metrics still answer (issue 42: /healthz stopped after ~40 s)."""
+    import anyio
+
+    borrowers = [object() for _ in range(1000)]
+
+    async def take_every_thread() -> int:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        taken = 0
+        for borrower in borrowers[: int(limiter.total_tokens)]:
+            limiter.acquire_on_behalf_of_nowait(borrower)
+            taken += 1
+        return taken
+
+    async def give_back(taken: int) -> None:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        for borrower in borrowers[:taken]:
+            limiter.release_on_behalf_of(borrower)
+
+    taken = client.portal.call(take_every_thread)
+    try:
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").json() == {"status": "ready"}
+        assert client.get("/metrics").status_code == 200
+    finally:
+        client.portal.call(give_back, taken)
