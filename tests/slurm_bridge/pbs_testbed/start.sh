@@ -24,6 +24,9 @@ printf '127.0.0.1 localhost\n%s %s\n' "$IP" "$NAME" >/etc/hosts
 
 # A cluster from nothing each time: no job, node or setting of an earlier one.
 find /var/spool/pbs -mindepth 1 -delete 2>/dev/null || true
+# Jobs' temporary directories of an earlier cluster: a mom finding one of a job id it
+# gives again holds that job ("possible security breach of job tmpdir").
+rm -rf /var/tmp/pbs.*
 cat >/etc/pbs.conf <<EOF
 PBS_SERVER=$NAME
 PBS_START_SERVER=1
