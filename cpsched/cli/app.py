@@ -283,7 +283,8 @@ def predict_eval(
     write_accuracy(result, out)
     console.print(
         f"{result['jobs']} predictions · MAE {result['mae_s']} s · "
-        f"under {result['under_rate']} · over {result['over_rate']} → {out / 'accuracy.json'}"
+        f"under {result['under_rate']} · over {result['over_rate']} · "
+        f"pinball(0.9) {result['pinball_loss_s']} s → {out / 'accuracy.json'}"
     )
 
 

@@ -76,3 +76,19 @@ def test_empty_trace(tmp_path):
     assert result["mae_s"] is None
     write_accuracy(result, tmp_path)
     assert json.loads((tmp_path / "accuracy.json").read_text())["ratio_quantiles"] == {}
+
+
+def test_the_asymmetric_loss_weighs_an_underestimate_nine_times_an_overestimate():
+    from cpsched.predictor.accuracy import summarize
+
+    real = np.array([100, 100, 100, 100])
+    # Under by 50 and by 10; over by 50; exact.
+    result = summarize("x", real, np.array([50, 90, 150, 100]))
+    assert result["mean_under_s"] == 30.0 and result["mean_over_s"] == 50.0
+    assert result["pinball_loss_s"] == pytest.approx((0.9 * 50 + 0.9 * 10 + 0.1 * 50) / 4)
+    # All 20 s short or all 20 s long: the same MAE, nine times the loss when short.
+    short = summarize("short", real, real - 20)
+    long = summarize("long", real, real + 20)
+    assert short["mae_s"] == long["mae_s"] == 20.0
+    assert short["pinball_loss_s"] == pytest.approx(9 * long["pinball_loss_s"])
+    assert summarize("z", real, real)["mean_under_s"] is None
