@@ -167,6 +167,9 @@ class ShadowFigures:
     counts: dict[str, int]
     tolerance_s: int
     mean_delta_s: float
+    total_delta_s: int
+    """The start differences added up (negative: the waiting cpsched would have saved),
+    over the jobs whose cpsched start is known."""
     first: int | None
     last: int | None
     waiting: int
@@ -204,6 +207,7 @@ def shadow_figures(
         counts={k: counts.get(k, 0) for k in ("earlier", "same", "later")},
         tolerance_s=tolerance_s,
         mean_delta_s=sum(deltas) / len(deltas) if deltas else math.nan,
+        total_delta_s=sum(deltas),
         first=record.first,
         last=record.last,
         waiting=sum(1 for j in record.would_start if j not in real),

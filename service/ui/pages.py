@@ -16,7 +16,7 @@ Every page checks the token before it reads anything.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -218,6 +218,10 @@ def predictions(
     )
 
 
+SHADOW_ROWS = 50
+"""Jobs the shadow table lists: the latest started of the verdict chosen."""
+
+
 @router.get("/clusters/{cluster}/latency")
 def latency(
     request: Request,
@@ -226,6 +230,7 @@ def latency(
     orchestrator: OrchestratorDep,
     hours: Annotated[int, Query(ge=1, le=24 * 30)] = 6,
     tolerance: Annotated[int, Query(ge=0, le=86400)] = 60,
+    verdict: Annotated[Literal["all", "earlier", "same", "later"], Query()] = "all",
 ) -> HTMLResponse:
     runtime, cluster_id = _open_cluster(orchestrator, token, cluster)
     with orchestrator.sessions() as session:
@@ -251,5 +256,12 @@ def latency(
             "fallback_chart": charts.fallback_chart(figures) if points else None,
             "shadow": shadow,
             "shadow_chart": charts.shadow_chart(shadow) if shadow and shadow.jobs else None,
+            "verdict": verdict,
+            "tolerance": tolerance,
+            "listed": (
+                [j for j in shadow.jobs if verdict in ("all", j.verdict)][-SHADOW_ROWS:][::-1]
+                if shadow
+                else []
+            ),
         },
     )

@@ -82,6 +82,7 @@ def test_shadow_verdicts_with_a_tolerance():
     assert s.counts == {"earlier": 1, "same": 1, "later": 3}
     assert s.waiting == 1
     assert s.mean_delta_s == pytest.approx((-300 - 30 + 600) / 3)
+    assert s.total_delta_s == -300 - 30 + 600
     assert s.jobs[0].job_id == "slurm-first"  # by real start
     strict = shadow_figures(record, running_starts={}, tolerance_s=0)
     assert {j.job_id: j.verdict for j in strict.jobs}["same"] == "earlier"

@@ -200,6 +200,14 @@ def test_shadow_mode_is_compared_with_the_real_starts(make_client):
         re.findall(r'<tr><th scope="row">(s\d)</th>.*?class="tag tag-(\w+)"', page, re.S)
     )
     assert verdicts == scenario.SHADOW_VERDICTS
+    # Listed by verdict: only the jobs cpsched would have started later.
+    later = client.get("/ui/clusters/shadow/latency?verdict=later", headers=AUTH).text
+    listed = dict(
+        re.findall(r'<tr><th scope="row">(s\d)</th>.*?class="tag tag-(\w+)"', later, re.S)
+    )
+    assert listed == {j: v for j, v in scenario.SHADOW_VERDICTS.items() if v == "later"}
+    assert "later" in listed.values()
+    assert re.search(r"in all\s+\S[^<]*?of\s+waiting", page)
 
 
 @pytest.mark.parametrize(
