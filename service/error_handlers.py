@@ -14,9 +14,9 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cpsched.errors import InputError
+from cpsched.service.clusters import UnknownCluster
 from cpsched.service.lease import WriterConflict
 from cpsched.service.metrics import ServiceMetrics
-from cpsched.service.orchestrator import UnknownCluster
 from cpsched.wire.deltas import StaleBaseError
 from cpsched.wire.schemas import ErrorOut, shown
 

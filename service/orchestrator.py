@@ -1,4 +1,6 @@
-"""Dispatch orchestration: per-cluster serialisation, the deadline, fallback, audit.
+"""Dispatch orchestration: per-cluster serialisation, the deadline, fallback, audit; the
+service's one entry point for its routes (clusters live in :mod:`.clusters`, finished
+jobs go through :mod:`.ingest`, reads through :mod:`.reads`).
 
 Endpoints call these methods from FastAPI's thread pool, never on the event loop. The
 dispatcher's ``decide`` runs in a worker thread; when it has not answered by the
@@ -12,61 +14,43 @@ A decision is returned only after its audit row is committed.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import Row
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from cpsched.core import Decision, Job, Snapshot, decision_violations
-from cpsched.errors import CpschedError
+from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
 from cpsched.runtime.gc_pause import collector_paused
+from cpsched.service import reads
 from cpsched.service.cluster import ClusterRuntime
+from cpsched.service.clusters import ClusterRegistry
+from cpsched.service.ingest import store_finished
 from cpsched.service.lease import WriterConflict
-from cpsched.service.metrics import ERROR_BUCKETS, ServiceMetrics
-from cpsched.service.pending import pending
+from cpsched.service.metrics import ServiceMetrics
 from cpsched.service.settings import ServiceSettings
-from cpsched.service.store import history, retention
+from cpsched.service.store import history
 from cpsched.service.store.database import lock_wait
 from cpsched.service.store.models import DecisionRow
 from cpsched.wire.deltas import HeldSnapshot, apply_delta
 from cpsched.wire.schemas import (
-    AuditEntryOut,
     AuditPageOut,
     DecisionOut,
     DispatchRequest,
-    ExtensionOut,
     FinishedAck,
     FinishedBatchIn,
-    FinishedJobIn,
     JobInfoOut,
-    Name,
-    RefusedFinishedOut,
     SnapshotDeltaIn,
-    StartOut,
-    end_state,
-    shown,
 )
 
 log = logging.getLogger(__name__)
 
 FALLBACK_FLOOR = 0.5
 """The least time the fallback gets, as a share of the deadline (see :meth:`_decide`)."""
-RETIRE_BATCH = 5000
-"""Rows per delete transaction when a cluster is retired."""
-
-
-class UnknownCluster(CpschedError):
-    """The service has no such cluster (404)."""
 
 
 AUDITED_REJECTIONS = 100
@@ -74,13 +58,6 @@ AUDITED_REJECTIONS = 100
 
 DEADLINE_GRACE = 0.02
 """Seconds a dispatcher may overrun its share before the fallback answers instead."""
-
-FINISHED_SLICE = 500
-"""Finished jobs stored per transaction and learnt per hold of the cluster's lock."""
-
-
-FUTURE_TOLERANCE_S = 86400
-"""How far past the latest time it knows the service believes a finished job's end."""
 
 
 def longest_wait(snapshot: Snapshot) -> int:
@@ -110,117 +87,22 @@ class Orchestrator:
         self.metrics = metrics
         self.workers = workers
         self._executor: ThreadPoolExecutor | None = None
-        self._runtimes: dict[str, ClusterRuntime] = {}
-        self._runtimes_lock = threading.Lock()
-        self._loading: dict[str, threading.Lock] = {}  # cluster → held while it is built
-        self._stop_warm_up = threading.Event()
-        self._warm_up: threading.Thread | None = None
+        self.clusters = ClusterRegistry(settings, sessions, metrics)
 
     # -- clusters ---------------------------------------------------------------------
 
     def runtime(self, cluster: str) -> ClusterRuntime:
-        """The cluster's runtime, its predictor rebuilt from the stored history on first use.
-
-        One cluster's rebuild holds back only calls for that cluster: others (and the
-        background warm-up of the rest) go on meanwhile."""
-        with self._runtimes_lock:
-            found = self._runtimes.get(cluster)
-            if found is not None:
-                return found
-            loading = self._loading.setdefault(cluster, threading.Lock())
-        with loading:
-            with self._runtimes_lock:
-                found = self._runtimes.get(cluster)
-            if found is not None:
-                return found
-            runtime = self._load(cluster)
-            with self._runtimes_lock:
-                self._runtimes[cluster] = runtime
-                self._loading.pop(cluster, None)
-            return runtime
-
-    def _load(self, cluster: str) -> ClusterRuntime:
-        with self.sessions.begin() as session:
-            cluster_id = history.cluster_id(session, cluster)
-        runtime = ClusterRuntime(cluster, cluster_id, self.settings.policy(cluster))
-        began = time.perf_counter()
-        with self.sessions() as session:
-            # Summed first: a fit the rebuild starts in the background would compete.
-            errors = history.start_prediction_errors(session, cluster_id, ERROR_BUCKETS)
-            # What the predictor remembers, not the whole history (bounded reads).
-            rows = history.remembered(session, cluster_id, runtime.predictor.memory)
-        names = runtime.resource_names
-        runtime.relearn(
-            (_stored_job(row, names), row.start_time, row.end_time, end_state(row.state))
-            for row in rows
-        )
-        for predictor, counts in errors.items():  # the metric survives a restart
-            self.metrics.restore_prediction_errors(
-                cluster, predictor, counts.at_most, counts.count, counts.total
-            )
-        self.metrics.deadline.labels(cluster).set(runtime.policy.deadline)
-        if runtime.observed:
-            log.info(
-                "cluster %s: predictor rebuilt from %d finished jobs in %.2f s",
-                cluster,
-                runtime.observed,
-                time.perf_counter() - began,
-            )
-        return runtime
+        """The cluster's runtime (:meth:`ClusterRegistry.runtime`)."""
+        return self.clusters.runtime(cluster)
 
     def existing(self, cluster: str) -> ClusterRuntime | None:
-        """The cluster's runtime if it was ever written to; reads never create a cluster."""
-        with self._runtimes_lock:
-            found = self._runtimes.get(cluster)
-        if found is not None:
-            return found
-        with self.sessions() as session:
-            if history.find_cluster(session, cluster) is None:
-                return None
-        return self.runtime(cluster)
-
-    def warm_up(self, stop: threading.Event | None = None) -> None:
-        """Rebuild every stored cluster's predictor now rather than on its first request
-        (until ``stop`` is set)."""
-        with self.sessions() as session:
-            names = history.cluster_names(session)
-        for name in names:
-            if stop is not None and stop.is_set():
-                return
-            self.runtime(name)
+        return self.clusters.existing(cluster)
 
     def warm_up_in_background(self) -> None:
-        """:meth:`warm_up` in a thread of its own, so that the start-up (and ``/healthz``)
-        does not wait for it however many clusters there are: a cluster asked for before
-        its turn is built by that call."""
-
-        def run() -> None:
-            try:
-                self.warm_up(self._stop_warm_up)
-            except SQLAlchemyError as exc:  # each cluster is built on first use anyway
-                log.warning("warm-up stopped: %s", exc)
-
-        self._stop_warm_up.clear()
-        self._warm_up = threading.Thread(target=run, name="warm-up", daemon=True)
-        self._warm_up.start()
+        self.clusters.warm_up_in_background()
 
     def retire(self, cluster: str) -> dict[str, int]:
-        """Forget ``cluster``: its finished jobs, predictions and audit trail, deleted in
-        batches (a transaction each), then the cluster itself, its runtime and its
-        metrics. Rows deleted per table; :class:`UnknownCluster` if it has none."""
-        with self._runtimes_lock:
-            runtime = self._runtimes.pop(cluster, None)
-        with self.sessions() as session:
-            cluster_id = history.find_cluster(session, cluster)
-        if cluster_id is None:
-            raise UnknownCluster(f"cluster {cluster} is unknown to this service")
-        if runtime is not None:
-            with runtime.lock:  # a dispatch in flight finishes first
-                runtime.close()
-        deleted = retention.delete_cluster(self.sessions, cluster_id, RETIRE_BATCH)
-        self.metrics.forget(cluster)
-        log.warning("cluster %s retired: %s rows deleted", cluster, deleted)
-        return deleted
+        return self.clusters.retire(cluster)
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -231,15 +113,10 @@ class Orchestrator:
         return self._executor
 
     def close(self) -> None:
-        self._stop_warm_up.set()
-        if self._warm_up is not None:
-            self._warm_up.join(timeout=30)
-            self._warm_up = None
+        self.clusters.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-        for runtime in self._runtimes.values():
-            runtime.close()
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -518,122 +395,17 @@ class Orchestrator:
     # -- finished jobs ----------------------------------------------------------------
 
     def finished(self, cluster: str, batch: FinishedBatchIn) -> FinishedAck:
-        """Store the batch's valid jobs; each invalid one is refused on its own, with why.
-
-        The jobs go in slices of :data:`FINISHED_SLICE`, in the order they ended, each
-        committed in a transaction of its own and then learnt under the cluster's lock,
-        which is held for that alone: a dispatch waits for one slice at most, never for a
-        whole 10,000-job batch. The answer comes after the last commit; a crash before it
-        leaves the earlier slices stored, and the bridge's retry counts them as duplicates.
-        """
-        runtime = self.runtime(cluster)
-        jobs, refused = _checked_finished(batch, _latest_believable(runtime))
-        if refused:
-            self.metrics.finished.labels(cluster, "refused").inc(len(refused))
-            log.warning(
-                "finished jobs refused",
-                extra={"cluster": cluster, "refused": [r.job_id for r in refused][:20]},
-            )
-        jobs.sort(key=lambda j: (j.end, j.start))
-        stored = duplicates = 0
-        for at in range(0, len(jobs), FINISHED_SLICE):
-            part = jobs[at : at + FINISHED_SLICE]
-            with self.sessions.begin() as session:
-                done = history.store_finished(session, runtime.cluster_id, part)
-            # Committed: now (and only now) the predictor may learn from them.
-            with runtime.lock:
-                for job in done.new:
-                    predicted = runtime.book.start_of(job.id)
-                    if predicted is not None:
-                        self.metrics.prediction_error.labels(
-                            cluster, runtime.predictor.name
-                        ).observe(abs(job.end - job.start - predicted))
-                runtime.observe(done.new)
-            stored += len(done.new)
-            duplicates += done.duplicates
-        self.metrics.finished.labels(cluster, "stored").inc(stored)
-        self.metrics.finished.labels(cluster, "duplicate").inc(duplicates)
-        return FinishedAck(stored=stored, duplicates=duplicates, refused=refused)
+        return store_finished(self.clusters, cluster, batch)
 
     # -- the audit trail ----------------------------------------------------------------
 
     def audit(self, cluster: str, after_id: int, limit: int) -> AuditPageOut:
-        runtime = self.existing(cluster)
-        if runtime is None:
-            return AuditPageOut(entries=[], next_after_id=None)
-        with self.sessions() as session:
-            rows = history.decisions(session, runtime.cluster_id, after_id, limit)
-        entries = [
-            AuditEntryOut(
-                id=row.id,
-                time=row.snapshot_time,
-                dry_run=row.dry_run,
-                snapshot_digest=row.snapshot_digest,
-                queued=row.queued,
-                running=row.running,
-                starts=[StartOut.model_validate(s) for s in row.starts],
-                extensions=[ExtensionOut.model_validate(e) for e in row.extensions],
-                diagnostics=row.diagnostics,
-                recorded_at=row.created_at.isoformat() if row.created_at else "",
-            )
-            for row in rows
-        ]
-        return AuditPageOut(
-            entries=entries, next_after_id=entries[-1].id if len(entries) == limit else None
-        )
+        return reads.audit_page(self.clusters, cluster, after_id, limit)
 
     # -- what the service knows of a job ----------------------------------------------
 
     def job_info(self, cluster: str, job_id: str) -> JobInfoOut:
-        runtime = self.existing(cluster)
-        if runtime is None:
-            return JobInfoOut(cluster=cluster, job_id=job_id, state="unknown")
-        with self.sessions() as session:
-            done = history.finished_job(session, runtime.cluster_id, job_id)
-            predictions = history.predictions_of(session, runtime.cluster_id, job_id)
-        latest = predictions[-1] if predictions else None
-        base: dict[str, Any] = {
-            "cluster": cluster,
-            "job_id": job_id,
-            "predicted_run_time": latest.predicted if latest else None,
-            "predictor": latest.predictor if latest else None,
-        }
-        if done is not None:
-            return JobInfoOut(
-                **base,
-                state="finished",
-                user=done.user_name,
-                submit=done.submit_time,
-                start=done.start_time,
-                end=done.end_time,
-            )
-        with runtime.lock:
-            snapshot, decision = runtime.last_snapshot, runtime.last_decision
-            rejected = runtime.last_rejected.get(job_id)
-            state = runtime.dispatcher_state
-            split_wait = state.split_waits.get(job_id) if state is not None else None
-        if rejected is not None:
-            return JobInfoOut(**base, state="rejected", rejected_because=rejected)
-        if snapshot is not None:
-            for rj in snapshot.running:
-                if rj.job.id == job_id:
-                    return JobInfoOut(
-                        **base,
-                        state="running",
-                        user=rj.job.user,
-                        submit=rj.job.submit,
-                        start=rj.start,
-                    )
-            for position, job in enumerate(snapshot.queued):
-                if job.id == job_id:
-                    return JobInfoOut(
-                        **base,
-                        state="queued",
-                        user=job.user,
-                        submit=job.submit,
-                        pending=pending(snapshot, decision, position, split_wait),
-                    )
-        return JobInfoOut(**base, state="unknown")
+        return reads.job_info(self.clusters, cluster, job_id)
 
 
 def _repeated(decision: Decision) -> Decision:
@@ -668,79 +440,3 @@ def _audit_row(
         },
         wall_ms=answer.diagnostics.wall_ms,
     )
-
-
-def _stored_job(row: Row[Any], names: tuple[str, ...]) -> Job:
-    """The core job of a stored finished one (a row of ``history.remembered``), as
-    :func:`~cpsched.service.cluster.finished_core_job` makes it of the wire job it was.
-    Not validated again: the row was valid when stored, and a bound tightened since (user
-    names were 1,024 characters once) must not stop a restart."""
-    per_unit: dict[str, int] = row.per_unit
-    names = (*names, *(name for name in per_unit if name not in names))
-    return Job(
-        id=row.job_id,
-        submit=row.submit_time,
-        time_limit=row.time_limit,
-        units=row.units,
-        unit_request=tuple(per_unit.get(name, 0) for name in names),
-        user=row.user_name,
-        group=row.group_name,
-        name=row.job_name,
-        queue=row.partition,
-        resource_names=names,
-    )
-
-
-_NAME: TypeAdapter[str] = TypeAdapter(Name)
-
-
-def _valid_name(value: object) -> str | None:
-    try:
-        return _NAME.validate_python(value, strict=True)
-    except ValidationError:
-        return None
-
-
-def _latest_believable(runtime: ClusterRuntime) -> int:
-    """The latest end time a finished job may have: the cluster's clock (its latest
-    snapshot) or the service's, whichever is later, and :data:`FUTURE_TOLERANCE_S` more.
-    A replay over HTTP reports a job's end before the snapshot of that time (its cluster
-    clock lags), and its times are in the past; a clock glitch is not."""
-    last = runtime.last_snapshot
-    cluster_now = last.time if last is not None else 0
-    return max(cluster_now, int(time.time())) + FUTURE_TOLERANCE_S
-
-
-def _checked_finished(
-    batch: FinishedBatchIn, latest_end: int
-) -> tuple[list[FinishedJobIn], list[RefusedFinishedOut]]:
-    """The batch's jobs that validate and end by ``latest_end``, and a refusal (id and
-    why) for each other one."""
-    jobs: list[FinishedJobIn] = []
-    refused: list[RefusedFinishedOut] = []
-    for index, raw in enumerate(batch.jobs):
-        try:
-            job = FinishedJobIn.model_validate(raw)
-        except ValidationError as exc:
-            job_id = _valid_name(raw.get("id"))
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'job'}: {e['msg']}" for e in exc.errors()
-            )
-            refused.append(
-                RefusedFinishedOut(
-                    # The id as sent when it is a valid one, else the job's place.
-                    job_id=job_id if job_id is not None else f"#{index}",
-                    reason=shown(problems),
-                )
-            )
-            continue
-        if job.end > latest_end:
-            reason = (
-                f"end {job.end} is more than {FUTURE_TOLERANCE_S} s after the cluster's "
-                "latest time and the service's clock: a clock error? It would stand for the "
-                "user's newest job in every prediction"
-            )
-            refused.append(RefusedFinishedOut(job_id=job.id, reason=reason))
-            continue
-        jobs.append(job)
-    return jobs, refused

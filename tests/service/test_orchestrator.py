@@ -121,7 +121,7 @@ def test_a_finished_batch_holds_the_cluster_lock_only_to_learn_a_slice(client, m
     """A dispatch never waits for a whole batch: each slice is committed without the
     cluster's lock, which is taken only to learn that slice (issue 20: a dispatch waited
     1.8 s behind 10,000 finished jobs)."""
-    from cpsched.service import orchestrator
+    from cpsched.service import ingest
     from cpsched.service.store import history
     from tests.service.conftest import finished
 
@@ -134,7 +134,7 @@ def test_a_finished_batch_holds_the_cluster_lock_only_to_learn_a_slice(client, m
         return store(session, cluster, jobs)
 
     monkeypatch.setattr(history, "store_finished", spying)
-    size = orchestrator.FINISHED_SLICE
+    size = ingest.FINISHED_SLICE
     batch = {"jobs": [finished(f"j{i}", 0, 100 + i) for i in range(2 * size + 7)]}
     ack = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
     assert ack == {"stored": 2 * size + 7, "duplicates": 0, "refused": []}

@@ -1,0 +1,96 @@
+"""What the service tells of a cluster: its audit trail and what it knows of a job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpsched.service.clusters import ClusterRegistry
+from cpsched.service.pending import pending
+from cpsched.service.store import history
+from cpsched.wire.schemas import (
+    AuditEntryOut,
+    AuditPageOut,
+    ExtensionOut,
+    JobInfoOut,
+    StartOut,
+)
+
+
+def audit_page(clusters: ClusterRegistry, cluster: str, after_id: int, limit: int) -> AuditPageOut:
+    """The cluster's audit rows after ``after_id``, oldest first."""
+    runtime = clusters.existing(cluster)
+    if runtime is None:
+        return AuditPageOut(entries=[], next_after_id=None)
+    with clusters.sessions() as session:
+        rows = history.decisions(session, runtime.cluster_id, after_id, limit)
+    entries = [
+        AuditEntryOut(
+            id=row.id,
+            time=row.snapshot_time,
+            dry_run=row.dry_run,
+            snapshot_digest=row.snapshot_digest,
+            queued=row.queued,
+            running=row.running,
+            starts=[StartOut.model_validate(s) for s in row.starts],
+            extensions=[ExtensionOut.model_validate(e) for e in row.extensions],
+            diagnostics=row.diagnostics,
+            recorded_at=row.created_at.isoformat() if row.created_at else "",
+        )
+        for row in rows
+    ]
+    return AuditPageOut(
+        entries=entries, next_after_id=entries[-1].id if len(entries) == limit else None
+    )
+
+
+def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut:
+    """What the service knows of a job: finished, rejected, running or queued (why)."""
+    runtime = clusters.existing(cluster)
+    if runtime is None:
+        return JobInfoOut(cluster=cluster, job_id=job_id, state="unknown")
+    with clusters.sessions() as session:
+        done = history.finished_job(session, runtime.cluster_id, job_id)
+        predictions = history.predictions_of(session, runtime.cluster_id, job_id)
+    latest = predictions[-1] if predictions else None
+    base: dict[str, Any] = {
+        "cluster": cluster,
+        "job_id": job_id,
+        "predicted_run_time": latest.predicted if latest else None,
+        "predictor": latest.predictor if latest else None,
+    }
+    if done is not None:
+        return JobInfoOut(
+            **base,
+            state="finished",
+            user=done.user_name,
+            submit=done.submit_time,
+            start=done.start_time,
+            end=done.end_time,
+        )
+    with runtime.lock:
+        snapshot, decision = runtime.last_snapshot, runtime.last_decision
+        rejected = runtime.last_rejected.get(job_id)
+        state = runtime.dispatcher_state
+        split_wait = state.split_waits.get(job_id) if state is not None else None
+    if rejected is not None:
+        return JobInfoOut(**base, state="rejected", rejected_because=rejected)
+    if snapshot is not None:
+        for rj in snapshot.running:
+            if rj.job.id == job_id:
+                return JobInfoOut(
+                    **base,
+                    state="running",
+                    user=rj.job.user,
+                    submit=rj.job.submit,
+                    start=rj.start,
+                )
+        for position, job in enumerate(snapshot.queued):
+            if job.id == job_id:
+                return JobInfoOut(
+                    **base,
+                    state="queued",
+                    user=job.user,
+                    submit=job.submit,
+                    pending=pending(snapshot, decision, position, split_wait),
+                )
+    return JobInfoOut(**base, state="unknown")
