@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from cpsched.core import Decision, Job, Snapshot
 from cpsched.predictor.base import FinishedJob, Memory
-from cpsched.runtime.codec import decision_from_wire, finished_to_wire, snapshot_to_wire
+from cpsched.runtime.codec_client import decision_from_wire, finished_to_wire, snapshot_to_wire
 from cpsched.wire.client import ServiceClient
 from cpsched.wire.errors import ServiceError
 from cpsched.wire.schemas import FinishedBatch, FinishedJobIn

@@ -1,5 +1,6 @@
-"""Wire schema ⇄ dispatch-core types, both ways, for everyone: the service reads
-snapshots and writes decisions; the replay over HTTP writes snapshots and reads decisions.
+"""Wire schema ⇄ dispatch-core types, the service's way: snapshots in, decisions out (the
+other way, what a client such as the replay over HTTP sends and reads, is
+:mod:`cpsched.runtime.codec_client`).
 
 A snapshot from a real workload manager is never quite tidy: nodes drain, a node may be
 over-committed, a user may ask for a resource no node has. The rules here keep one bad
@@ -25,13 +26,10 @@ from typing import Any
 
 from cpsched.core import (
     Decision,
-    Diagnostics,
-    Extension,
     Job,
     Node,
     RunningJob,
     Snapshot,
-    Start,
     make_snapshot,
 )
 from cpsched.core.capacity import units_fitting
@@ -50,10 +48,7 @@ from cpsched.wire.schemas import (
     MAX_RESOURCE_TYPES,
     DecisionOut,
     DiagnosticsOut,
-    DispatchRequest,
     ExtensionOut,
-    FinishedJobIn,
-    JobEndState,
     JobIn,
     NodeIn,
     PartitionIn,
@@ -524,141 +519,3 @@ def _at_most(notes: list[str], most: int) -> list[str]:
     if len(notes) <= most:
         return notes
     return [*notes[: most - 1], f"... and {len(notes) - most + 1} more notes"]
-
-
-# -- the other way: what a client sends and reads -----------------------------------------
-
-
-def _per_unit(job: Job, names: tuple[str, ...]) -> dict[str, int]:
-    return {name: amount for name, amount in zip(names, job.unit_request, strict=True) if amount}
-
-
-def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "user": job.user,
-        "group": job.group,
-        "name": job.name,
-        "partition": (
-            ",".join(job.constraints.partitions)
-            if job.constraints is not None and job.constraints.partitions
-            else job.queue
-        ),
-        "submit": job.submit,
-        "time_limit": job.time_limit,
-        "units": job.units,
-        "per_unit": _per_unit(job, names),
-        "layout": job.layout,
-        **_constraint_fields(job.constraints),
-        **({"priority": job.priority} if job.priority is not None else {}),
-    }
-
-
-def _constraint_fields(c: Constraints | None) -> dict[str, Any]:
-    """A job's rules as wire fields (only those that say something)."""
-    if c is None:
-        return {}
-    fields: dict[str, Any] = {
-        "features": c.features.text if c.features is not None else None,
-        "exclusive": c.exclusive,
-        "min_nodes": c.min_nodes if c.min_nodes > 1 else None,
-        "max_nodes": c.max_nodes,
-        "tasks_per_node": c.tasks_per_node,
-        "reservation": c.reservation or None,
-        "eligible": c.eligible,
-        "reason": c.reason,
-    }
-    return {k: v for k, v in fields.items() if v is not None}
-
-
-def _site_fields(site: Site, nodes: Sequence[Node]) -> dict[str, Any]:
-    return {
-        "partitions": [
-            PartitionIn(
-                name=p.name,
-                nodes=[nodes[n].name for n in sorted(p.nodes)],
-                max_time=p.max_time,
-                max_nodes=p.max_nodes,
-            )
-            for p in site.partitions.values()
-        ],
-        "reservations": [
-            ReservationIn(
-                name=r.name,
-                nodes=[nodes[n].name for n in sorted(r.nodes)],
-                start=r.start,
-                end=r.end,
-            )
-            for r in site.reservations
-        ],
-    }
-
-
-def finished_to_wire(
-    job: Job, names: tuple[str, ...], start: int, end: int, state: JobEndState
-) -> FinishedJobIn:
-    """A finished core job as a client posts it; ``names`` name ``job``'s resource types."""
-    return FinishedJobIn(**_job_fields(job, names), start=start, end=end, state=state)
-
-
-def snapshot_to_wire(snapshot: Snapshot, *, dry_run: bool = False) -> DispatchRequest:
-    """A core snapshot as a client posts it."""
-    names = snapshot.resource_names
-    nodes = snapshot.nodes
-    return DispatchRequest(
-        time=snapshot.time,
-        dry_run=dry_run,
-        nodes=[
-            NodeIn(
-                name=node.name,
-                resources=dict(zip(names, node.capacity, strict=True)),
-                features=sorted(node.features),
-            )
-            for node in nodes
-        ],
-        **_site_fields(snapshot.site, nodes),
-        running=[
-            RunningJobIn(
-                **{**_job_fields(rj.job, names), "time_limit": rj.time_limit},
-                start=rj.start,
-                allocation={nodes[node].name: units for node, units in rj.allocation},
-                extensions=rj.extensions,
-            )
-            for rj in snapshot.running
-        ],
-        queued=[JobIn(**_job_fields(job, names)) for job in snapshot.queued],
-    )
-
-
-def decision_from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
-    """A service's answer as the core decision it stands for, on ``snapshot``'s nodes."""
-    index = {node.name: i for i, node in enumerate(snapshot.nodes)}
-    d = answer.diagnostics
-    return Decision(
-        starts=tuple(
-            Start(
-                s.job_id,
-                tuple((index[name], units) for name, units in s.allocation.items()),
-                s.may_drift,
-            )
-            for s in answer.starts
-        ),
-        extensions=tuple(
-            Extension(e.job_id, e.new_time_limit, e.reason) for e in answer.extensions
-        ),
-        planned=answer.planned,
-        diagnostics=Diagnostics(
-            dispatcher=d.dispatcher,
-            solver_status=d.solver_status,
-            fallback=d.fallback,
-            fallback_reason=d.fallback_reason,
-            restarts=d.restarts,
-            model_variables=d.model_variables,
-            model_constraints=d.model_constraints,
-            model_intervals=d.model_intervals,
-            split_waiting=d.split_waiting,
-            split_dropped=d.split_dropped,
-            partial=d.partial,
-            notes=tuple(d.notes),
-        ),
-    )

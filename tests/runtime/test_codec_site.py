@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from cpsched.core.problem import Snapshot
-from cpsched.runtime.codec import snapshot_to_wire, to_snapshot
+from cpsched.runtime.codec import to_snapshot
+from cpsched.runtime.codec_client import snapshot_to_wire
 from tests.core.test_site import ruled_clusters
 
 
