@@ -131,10 +131,10 @@ class Bridge:
         t1 = time.perf_counter()
         try:
             decision = self.client.dispatch(request)
-        except ServiceRejected as exc:
+        except ServiceError as exc:
             report.timings["post_s"] = time.perf_counter() - t1
             report.service_error = str(exc)
-            if exc.status == 423:
+            if isinstance(exc, ServiceRejected) and exc.status == 423:
                 # Another bridge dispatches for the cluster: wait, change nothing (a
                 # fallback release would hand its held jobs to the workload manager).
                 report.standby = True
@@ -144,13 +144,6 @@ class Bridge:
                 self._log_service_failure(exc)
                 if not shadow_mode:
                     report.fallback = self._fallback(state)
-        except ServiceError as exc:
-            report.timings["post_s"] = time.perf_counter() - t1
-            report.service_error = str(exc)
-            self.metrics.inc("service_failures_total")
-            self._log_service_failure(exc)
-            if not shadow_mode:
-                report.fallback = self._fallback(state)
         else:
             report.timings["post_s"] = time.perf_counter() - t1
             report.decision = decision
