@@ -78,11 +78,11 @@ class ClusterRuntime(Cluster):
         self.cluster_id = cluster_id
         self.policy = policy
         self.lock = threading.Lock()
+        """Serialises this cluster's dispatches and predictor updates."""
         self.lease = WriterLease()
         """Which bridge dispatches for the cluster (held under ``lock``)."""
         self.conflict_said: tuple[str, str] | None = None
         """The (standby, holder) pair last logged, so that it is said once."""
-        """Serialises this cluster's dispatches and predictor updates."""
         self.resource_names: tuple[str, ...] = ("cpu", "mem")
         self.last_snapshot: Snapshot | None = None
         self.last_decision: Decision | None = None

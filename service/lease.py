@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cpsched.errors import CpschedError
-from cpsched.wire.client import WRITER_HEADER
+from cpsched.wire.schemas import WRITER_HEADER
 
 __all__ = ["WRITER_HEADER", "WriterConflict", "WriterLease"]
 

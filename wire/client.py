@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from cpsched.wire.deltas import HeldSnapshot, delta_between
 from cpsched.wire.errors import ServiceRejected, ServiceUnavailable
 from cpsched.wire.schemas import (
+    WRITER_HEADER,
     ClusterRetiredOut,
     DecisionOut,
     DispatchRequest,
@@ -22,8 +23,6 @@ from cpsched.wire.schemas import (
 )
 
 Answer = TypeVar("Answer", bound=BaseModel)
-WRITER_HEADER = "X-Cpsched-Writer"
-"""The header naming the bridge that dispatches (``cpsched.service.lease``)."""
 
 RESEND_WHOLE = {404, 409, 422}
 """A delta refused with these is sent again whole: the service predates deltas (404),

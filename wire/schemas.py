@@ -16,6 +16,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, mo
 from cpsched.wire import examples
 
 API_VERSION = "v1"
+WRITER_HEADER = "X-Cpsched-Writer"
+"""The header a bridge names itself by on each dispatch: the service lets one writer
+dispatch per cluster (``cpsched.service.lease``)."""
 
 PRINTABLE = r"^[^\x00-\x08\x0a-\x1f\x7f]*$"
 """Every string the service stores or shows: no control character but the tab. A NUL
