@@ -10,6 +10,7 @@ speaks through the bridge's client and the shared codec.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -20,6 +21,8 @@ from cpsched.runtime.codec_client import decision_from_wire, finished_to_wire, s
 from cpsched.wire.client import ServiceClient
 from cpsched.wire.errors import ServiceError
 from cpsched.wire.schemas import FinishedBatch, FinishedJobIn
+
+log = logging.getLogger(__name__)
 
 BATCH = 1000
 """Finished jobs per POST (the service takes up to 10,000)."""
@@ -97,5 +100,7 @@ class RemoteScheduler:
         try:
             if self.retire:
                 self.client.retire()
+        except ServiceError as exc:  # the replay's outcome stands; its cluster stays
+            log.warning("the replay's cluster was not retired at the service: %s", exc)
         finally:
             self.client.close()
