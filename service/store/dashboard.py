@@ -88,20 +88,33 @@ class DecisionPoint:
     wall_ms: float
     fallback: bool
     reason: str | None
+    queued: int = 0
+    """Queued jobs in its snapshot."""
+    running: int = 0
+    """Running jobs in its snapshot."""
 
 
 def decision_series(
     session: Session, cluster: int, limit: int = SERIES_ROWS
 ) -> list[DecisionPoint]:
-    """The newest ``limit`` answers of ``cluster`` (time, latency, fallback), oldest first."""
+    """The newest ``limit`` answers of ``cluster`` (time, latency, fallback, queue and
+    running jobs), oldest first."""
     rows = session.execute(
-        select(DecisionRow.snapshot_time, DecisionRow.wall_ms, _FALLBACK, _REASON)
+        select(
+            DecisionRow.snapshot_time,
+            DecisionRow.wall_ms,
+            _FALLBACK,
+            _REASON,
+            DecisionRow.queued,
+            DecisionRow.running,
+        )
         .where(DecisionRow.cluster_id == cluster)
         .order_by(DecisionRow.id.desc())
         .limit(limit)
     )
     points = [
-        DecisionPoint(int(t), float(ms), bool(fallback), reason) for t, ms, fallback, reason in rows
+        DecisionPoint(int(t), float(ms), bool(fallback), reason, int(queued), int(running))
+        for t, ms, fallback, reason, queued, running in rows
     ]
     points.reverse()
     return points

@@ -55,6 +55,23 @@ def fallback_chart(f: LatencyFigures) -> Markup:
     )
 
 
+def queue_chart(f: LatencyFigures) -> Markup:
+    return line_chart(
+        title="Queue and running jobs",
+        desc="The most queued and running jobs a snapshot had, per bin: a queue that keeps "
+        "growing while few jobs run is the first sign of starving jobs",
+        times=[_mid(b.start, b.end) for b in f.bins],
+        t0=f.start,
+        t1=f.end,
+        series=[
+            Series("queued", "s-max", [b.queued for b in f.bins]),
+            Series("running", "s-p50", [b.running for b in f.bins]),
+        ],
+        y_title="jobs",
+        height=220,
+    )
+
+
 def prediction_scatter(outcomes: Sequence[Outcome]) -> Markup:
     shown = outcomes[-SCATTER_POINTS:]
     return scatter_loglog(

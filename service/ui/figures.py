@@ -36,6 +36,10 @@ class Bin:
     peak: float
     fallback_rate: float
     """Share of the bin's answers given by the fallback (NaN when the bin is empty)."""
+    queued: float = math.nan
+    """The most queued jobs a snapshot of the bin had (NaN when the bin is empty)."""
+    running: float = math.nan
+    """The most running jobs a snapshot of the bin had."""
 
 
 @dataclass
@@ -77,6 +81,8 @@ def latency_figures(
                 p95=quantile(ms, 0.95),
                 peak=max(ms, default=math.nan),
                 fallback_rate=(sum(p.fallback for p in group) / len(group) if group else math.nan),
+                queued=max((p.queued for p in group), default=math.nan),
+                running=max((p.running for p in group), default=math.nan),
             )
         )
     all_ms = [p.wall_ms for p in inside]

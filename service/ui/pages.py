@@ -254,6 +254,7 @@ def latency(
             "deadline_ms": deadline_ms,
             "latency_chart": charts.latency_chart(figures, deadline_ms) if points else None,
             "fallback_chart": charts.fallback_chart(figures) if points else None,
+            "queue_chart": charts.queue_chart(figures) if points else None,
             "shadow": shadow,
             "shadow_chart": charts.shadow_chart(shadow) if shadow and shadow.jobs else None,
             "verdict": verdict,

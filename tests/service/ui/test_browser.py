@@ -150,6 +150,7 @@ def test_predictions(signed_in, fed_service, screenshots):
 def test_latency_and_fallback_rate(signed_in, fed_service, screenshots):
     visit(signed_in, f"{fed_service.url}/ui/clusters/kth/latency?hours=72", screenshots, "latency")
     assert signed_in.find_elements("css selector", "#latency-chart polyline")
+    assert signed_in.find_elements("css selector", "#queue-chart polyline")
     reasons = texts(signed_in, "#fallback-reasons tbody tr")
     assert any(r.startswith("model too large") for r in reasons)
 

@@ -37,6 +37,15 @@ def test_latency_figures_cover_the_hours_before_the_newest_answer():
     assert f.bins[0].p50 == pytest.approx(4.5)
 
 
+def test_the_queue_over_time_is_each_bins_largest():
+    points = [DecisionPoint(60 * i, 1.0, False, None, queued=i, running=50 - i) for i in range(60)]
+    f = latency_figures(points, hours=1, bins=6)
+    assert [b.queued for b in f.bins] == [9, 19, 29, 39, 49, 59]
+    assert [b.running for b in f.bins] == [50, 40, 30, 20, 10, 0]
+    empty = latency_figures([DecisionPoint(0, 1.0, False, None, 5, 5), points[-1]], 1, 4)
+    assert math.isnan(empty.bins[1].queued)
+
+
 def test_an_empty_bin_has_no_rate_rather_than_zero():
     f = latency_figures(
         [DecisionPoint(0, 1.0, False, None), DecisionPoint(3599, 2.0, True, "x")], 1, 4

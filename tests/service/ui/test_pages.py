@@ -187,6 +187,8 @@ def test_predictions_and_latency_pages_show_their_figures(fed):
     assert "<strong>2</strong> decisions, <strong>1</strong> by the fallback" in latency
     assert re.search(r"<th scope=\"row\">model too large</th><td class=\"num\">1<", latency)
     assert "No dry run has been answered" in latency
+    assert re.search(r'id="queue-chart">\s*<svg', latency)
+    assert ">Queue and running jobs</title>" in latency
 
 
 def test_shadow_mode_is_compared_with_the_real_starts(make_client):
