@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, func, select, text, tuple_
+from sqlalchemy import ColumnElement, Table, delete, func, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from cpsched.predictor.base import Memory
@@ -56,28 +56,28 @@ def _delete_ids(session: Session, table: Table, ids: list[int]) -> int:
     return len(ids)
 
 
-def prune_decisions(session: Session, cluster: int, before: int, batch: int) -> int:
-    """Delete up to ``batch`` of the cluster's oldest audit rows older than ``before``."""
-    rows = _DECISIONS.c
+def _delete_oldest(
+    session: Session, table: Table, cluster: int, batch: int, *older: ColumnElement[bool]
+) -> int:
+    """Delete up to ``batch`` of the cluster's oldest rows of ``table`` (by id) that
+    match ``older``; how many went."""
     ids = session.scalars(
-        select(rows.id)
-        .where(rows.cluster_id == cluster, rows.snapshot_time < before)
-        .order_by(rows.id)
+        select(table.c.id)
+        .where(table.c.cluster_id == cluster, *older)
+        .order_by(table.c.id)
         .limit(batch)
     ).all()
-    return _delete_ids(session, _DECISIONS, list(ids))
+    return _delete_ids(session, table, list(ids))
+
+
+def prune_decisions(session: Session, cluster: int, before: int, batch: int) -> int:
+    """Delete up to ``batch`` of the cluster's oldest audit rows older than ``before``."""
+    return _delete_oldest(session, _DECISIONS, cluster, batch, _DECISIONS.c.snapshot_time < before)
 
 
 def prune_predictions(session: Session, cluster: int, before: int, batch: int) -> int:
     """Delete up to ``batch`` of the cluster's predictions made before ``before``."""
-    rows = _PREDICTIONS.c
-    ids = session.scalars(
-        select(rows.id)
-        .where(rows.cluster_id == cluster, rows.made_at < before)
-        .order_by(rows.id)
-        .limit(batch)
-    ).all()
-    return _delete_ids(session, _PREDICTIONS, list(ids))
+    return _delete_oldest(session, _PREDICTIONS, cluster, batch, _PREDICTIONS.c.made_at < before)
 
 
 def prune_finished(session: Session, cluster: int, before: int, batch: int, memory: Memory) -> int:
@@ -118,10 +118,7 @@ def delete_cluster(sessions: Any, cluster: int, batch: int) -> dict[str, int]:
     for kind, table in zip(KINDS, (_DECISIONS, _PREDICTIONS, _FINISHED), strict=True):
         while True:
             with sessions.begin() as session:
-                ids = session.scalars(
-                    select(table.c.id).where(table.c.cluster_id == cluster).limit(batch)
-                ).all()
-                gone = _delete_ids(session, table, list(ids))
+                gone = _delete_oldest(session, table, cluster, batch)
             deleted[kind] += gone
             if gone < batch:
                 break
