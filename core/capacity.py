@@ -7,10 +7,11 @@ costs what it touches, not the machine's size.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import compress, count
 from operator import is_not
 
-from cpsched.core.problem import Allocation, Amounts, Job, Node, Snapshot, Wanted
+from cpsched.core.problem import Allocation, Amounts, Job, Node, RunningJob, Snapshot, Start, Wanted
 
 
 def covers(have: Sequence[int], want: Sequence[int]) -> bool:
@@ -149,3 +150,23 @@ def placeable_units(free: FreeCapacity, job: Job) -> int:
     """Units of ``job`` that fit on the machine as it is, summed over nodes."""
     wanted = job.wanted
     return sum(units_fitting(row, wanted) for row in free.rows())
+
+
+def after_starts(snapshot: Snapshot, starts: list[Start]) -> Snapshot:
+    """``snapshot`` with ``starts`` running (from now, on their allocations) and out of
+    the queue."""
+    started = {start.job_id: start.allocation for start in starts}
+    free = FreeCapacity.of(snapshot)
+    running = list(snapshot.running)
+    for job in snapshot.queued:
+        allocation = started.get(job.id)
+        if allocation is not None:
+            free.take(allocation, job)
+            running.append(RunningJob(job, snapshot.time, job.time_limit, allocation))
+    return replace(
+        snapshot,
+        running=tuple(running),
+        queued=tuple(job for job in snapshot.queued if job.id not in started),
+        free=tuple(free.rows()),
+        free_total=tuple(free.total),
+    )

@@ -227,6 +227,10 @@ class Diagnostics:
     (:mod:`cpsched.core.steady_blocks`), held by the placer or the final check."""
     split_dropped: int = 0
     """Of which starts the dispatcher had decided and the final check took out."""
+    guaranteed: int = 0
+    """Queued jobs holding a start guarantee after this call (:mod:`cpsched.core.wait_bound`)."""
+    guarantees_broken: int = 0
+    """Of which the guarantees this call could not keep (a limit extended, a restart)."""
     partial: bool = False
     """A heuristic stopped at its caller's deadline (``DispatcherState.stop``): the starts
     are valid, but jobs after the last one it looked at were not considered."""

@@ -132,6 +132,49 @@ class Profile:
         enough = int(np.searchsorted(np.cumsum(units), job.units)) + 1
         return dict(zip(nodes[:enough].tolist(), units[:enough].tolist(), strict=True))
 
+    def step_at(self, time: int) -> int:
+        """The step that starts at ``time`` (not before now), split off the step holding
+        it when none starts there: a witness slot kept from an earlier call may lie
+        between the ends this call knows of."""
+        times = self.times
+        k = bisect_left(times, time)
+        if k == len(times) or times[k] != time:
+            times.insert(k, time)
+            self._free = np.insert(self._free, k, self._free[k - 1], axis=0)
+            self._total = np.insert(self._total, k, self._total[k - 1], axis=0)
+        return k
+
+    def fits_at(self, time: int, duration: int, allocation: Allocation, job: Job) -> bool:
+        """Whether ``job`` on ``allocation`` fits every step from ``time`` for
+        ``duration`` seconds (an exclusive job: its nodes wholly free throughout)."""
+        at = self.step_at(time)
+        after = bisect_left(self.times, time + duration, lo=at + 1)
+        window = self._free[at:after].min(axis=0)
+        nodes = [node for node, _ in allocation]
+        if job.exclusive and self._nodes is not None:
+            whole = np.array([self._nodes[node].capacity for node in nodes], dtype=np.int64)
+            return bool((window[nodes] >= whole).all())
+        units = np.array([units for _, units in allocation], dtype=np.int64)
+        return all(bool((window[nodes, r] >= units * amount).all()) for r, amount in job.wanted)
+
+    def give(self, time: int, duration: int, allocation: Allocation, job: Job) -> None:
+        """Undo :meth:`take` of ``job`` on ``allocation`` from ``time`` for ``duration``
+        (an exclusive job gives back its nodes whole, as it took them when they were
+        wholly free, the only way :meth:`fits_at` lets it in)."""
+        at = self.step_at(time)
+        after = bisect_left(self.times, time + duration, lo=at + 1)
+        spanned = self._free[at:after]
+        nodes = [node for node, _ in allocation]
+        if job.exclusive and self._nodes is not None:
+            whole = np.array([self._nodes[node].capacity for node in nodes], dtype=np.int64)
+            spanned[:, nodes] += whole
+            self._total[at:after] += whole.sum(axis=0)
+            return
+        units = np.array([units for _, units in allocation], dtype=np.int64)
+        for r, amount in job.wanted:
+            spanned[:, nodes, r] += units * amount
+        self._total[at:after] += np.array(job.request, dtype=np.int64)
+
     def take(self, at: int, duration: int, allocation: Allocation, job: Job) -> None:
         """``job`` runs on ``allocation`` from step ``at`` for ``duration`` seconds."""
         times = self.times

@@ -20,6 +20,7 @@ from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
 from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S, SteadyBlocks, SteadyStarts
+from cpsched.core.wait_bound import WaitBound
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ def make_dispatcher(
     queue_depth: int | None = None,
     split_wait: int = SPLIT_WAIT_S,
     fallback: Dispatcher | None = None,
+    wait_bound: int | None = None,
+    wait_bound_depth: int | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -94,7 +97,10 @@ def make_dispatcher(
     ``split_wait`` is how long a block job may wait for a split that cannot drift
     (:mod:`cpsched.core.steady_blocks`). ``fallback`` is what a CP dispatcher answers
     with when its search has none in time (default: :func:`make_fallback` with these
-    settings and ``state``); the heuristics have none.
+    settings and ``state``); the heuristics have none. ``wait_bound`` gives every job
+    that has waited that many seconds a start guarantee the decisions keep
+    (:mod:`cpsched.core.wait_bound`), at most ``wait_bound_depth`` jobs at a time (None:
+    every such job); None: none.
     """
     dispatcher: Dispatcher
     state = state if state is not None else DispatcherState()  # its parts are shared below
@@ -147,7 +153,25 @@ def make_dispatcher(
     # nodes where it cannot drift (or marked may_drift once they waited); then the site's
     # rules: ineligible jobs out, every start checked against them.
     dispatcher = SiteRulesDispatcher(SteadyStarts(dispatcher, state.split_waits, split_wait))
+    dispatcher = bounded(dispatcher, allocator, state, split_wait, wait_bound, wait_bound_depth)
     return corrected(dispatcher, correction)
+
+
+def bounded(
+    dispatcher: Dispatcher,
+    allocator: str,
+    state: DispatcherState,
+    split_wait: int,
+    wait_bound: int | None,
+    wait_bound_depth: int | None = None,
+) -> Dispatcher:
+    """``dispatcher`` keeping the start guarantees of ``state`` for the jobs that waited
+    ``wait_bound`` seconds (:mod:`cpsched.core.wait_bound`), at most ``wait_bound_depth``
+    jobs at a time (None: all of them); unchanged when ``wait_bound`` is None."""
+    if wait_bound is None:
+        return dispatcher
+    placer = make_placer(allocator, state, split_wait)
+    return WaitBound(dispatcher, placer, wait_bound, state, depth=wait_bound_depth)
 
 
 def corrected(dispatcher: Dispatcher, correction: CorrectionPolicy | None) -> Dispatcher:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cpsched.core.allocators_hetero import PriorityCounters
+from cpsched.core.problem import Allocation
 
 
 @dataclass(slots=True)
@@ -36,6 +37,21 @@ class PhaseTimings:
 
 
 @dataclass(slots=True)
+class Guarantee:
+    """A queued job's start guarantee (:mod:`cpsched.core.wait_bound`) and its witness."""
+
+    start_by: int
+    """The promise: the job starts no later than this (it only ever moves earlier)."""
+    start: int
+    """Where the witness, a schedule keeping every promise with every job running to its
+    limit, starts the job (never after ``start_by``)..."""
+    allocation: Allocation
+    """...and on which nodes."""
+    given: int
+    """When the promise was first made (the snapshot time)."""
+
+
+@dataclass(slots=True)
 class DispatcherState:
     """Everything a dispatcher carries from one call to the next."""
 
@@ -49,6 +65,12 @@ class DispatcherState:
     split_waits: dict[str, int] = field(default_factory=dict)
     """Block jobs waiting for a placement whose split cannot drift: the snapshot time each
     started waiting (:mod:`cpsched.core.steady_blocks` bounds the wait with it)."""
+    guarantees: dict[str, Guarantee] = field(default_factory=dict)
+    """The wait bound's promises to queued jobs, by job id (:mod:`cpsched.core.wait_bound`):
+    kept from call to call, the witness with them, so that later decisions keep them."""
+    guarantees_broken: int = 0
+    """Promises that could not be kept (a running job's limit was extended, or the state
+    was lost): each then moved to the earliest time the job can still be given."""
     time_left_s: float | None = None
     """CP dispatchers: the seconds the next call may take when its caller has less to give
     than ``SearchConfig.deadline`` (the service has spent part of it reading the request

@@ -505,6 +505,8 @@ def to_decision_out(
             model_intervals=d.model_intervals,
             split_waiting=d.split_waiting,
             split_dropped=d.split_dropped,
+            guaranteed=d.guaranteed,
+            guarantees_broken=d.guarantees_broken,
             partial=d.partial,
             notes=_at_most([*notes, *d.notes], MAX_NOTES),
         ),

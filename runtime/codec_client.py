@@ -153,6 +153,8 @@ def decision_from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
             model_intervals=d.model_intervals,
             split_waiting=d.split_waiting,
             split_dropped=d.split_dropped,
+            guaranteed=d.guaranteed,
+            guarantees_broken=d.guarantees_broken,
             partial=d.partial,
             notes=tuple(d.notes),
         ),

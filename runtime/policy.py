@@ -25,7 +25,9 @@ from cpsched.core.correction import CorrectionPolicy
 from cpsched.core.heuristics import BackfillOrder, QueueOrder
 from cpsched.core.registry import (
     DISPATCHERS,
+    FALLBACK,
     FALLBACK_DEPTH,
+    bounded,
     corrected,
     is_cp,
     make_dispatcher,
@@ -219,6 +221,19 @@ class Policy(BaseModel):
         "deterministic time (doubles up to 16 times it); all runs of a call share "
         "deadline x 0.15 units, what an ordinary core does within the deadline.",
     )
+    wait_bound: int = Field(
+        0,
+        ge=0,
+        description="Give each job that has waited this many seconds a start guarantee "
+        "(the earliest time it fits, every job at its time limit) that later decisions "
+        "keep: a bound on the longest wait (0: none).",
+    )
+    wait_bound_depth: int = Field(
+        0,
+        ge=0,
+        description="The most jobs holding a start guarantee at once (wait_bound): the "
+        "longest-waiting first, the others get theirs as those start (0: no limit).",
+    )
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
     )
@@ -395,8 +410,13 @@ class Policy(BaseModel):
             queue_order=self.priority,
             split_wait=self.split_wait,
             fallback=fallback,
+            wait_bound=self.wait_bound or None,
+            wait_bound_depth=self.wait_bound_depth or None,
         )
-        return dispatcher, corrected(fallback, correction)
+        # The service's fallback keeps the same guarantees (the CP dispatcher's own copy
+        # of it is inside the bound already).
+        answering = self._bounded(fallback, state)
+        return dispatcher, corrected(answering, correction)
 
     def make_dispatcher(
         self,
@@ -416,8 +436,20 @@ class Policy(BaseModel):
     ) -> Dispatcher:
         """The heuristic answering when the dispatcher cannot in time, with its
         corrections, as :meth:`make_dispatchers` builds it (without the dispatcher)."""
-        fallback = self._fallback(state if state is not None else DispatcherState(), True)
+        state = state if state is not None else DispatcherState()
+        fallback = self._bounded(self._fallback(state, True), state)
         return corrected(fallback, self.correction_policy(system_cap))
+
+    def _bounded(self, fallback: Dispatcher, state: DispatcherState) -> Dispatcher:
+        """The fallback keeping the dispatcher's start guarantees (the same ``state``)."""
+        return bounded(
+            fallback,
+            FALLBACK[1],
+            state,
+            self.split_wait,
+            self.wait_bound or None,
+            self.wait_bound_depth or None,
+        )
 
     def _fallback(self, state: DispatcherState, plan: bool) -> Dispatcher:
         """EASY on best-fit with the policy's backfill order, queue order, depth and

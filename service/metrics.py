@@ -124,6 +124,20 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.guaranteed = Gauge(
+            "cpsched_guaranteed_jobs",
+            "Queued jobs holding a start guarantee (the policy's wait_bound) after the "
+            "latest decision.",
+            ["cluster"],
+            registry=r,
+        )
+        self.guarantees_broken = Counter(
+            "cpsched_guarantees_broken_total",
+            "Start guarantees that could not be kept (a running job's limit extended, a "
+            "restart); 0 while jobs end by their limits.",
+            ["cluster"],
+            registry=r,
+        )
         self.partial = Counter(
             "cpsched_partial_decisions_total",
             "Answers of a heuristic stopped at the deadline before it looked at every "

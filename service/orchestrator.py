@@ -386,6 +386,8 @@ class Orchestrator:
         m.rejected_jobs.labels(cluster).inc(len(answer.rejected))
         m.split_waiting.labels(cluster).set(d.split_waiting)
         m.split_dropped.labels(cluster).inc(d.split_dropped)
+        m.guaranteed.labels(cluster).set(d.guaranteed)
+        m.guarantees_broken.labels(cluster).inc(d.guarantees_broken)
         if d.partial:
             m.partial.labels(cluster).inc()
         if not answer.dry_run:

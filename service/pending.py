@@ -40,12 +40,17 @@ def waits_for(
 
 
 def pending(
-    snapshot: Snapshot, decision: Decision | None, position: int, split_wait: int | None = None
+    snapshot: Snapshot,
+    decision: Decision | None,
+    position: int,
+    split_wait: int | None = None,
+    guaranteed: int | None = None,
 ) -> PendingReason:
     """Why the ``position``-th queued job is not running: the rules holding it, what it
     lacks on the nodes it may use, who goes before it (in the plan when there is one, else
     in the queue) and its planned start. ``split_wait``: since when it has waited for nodes
-    where Slurm's split of its tasks cannot drift (:mod:`cpsched.core.steady_blocks`)."""
+    where Slurm's split of its tasks cannot drift (:mod:`cpsched.core.steady_blocks`);
+    ``guaranteed``: the start it is guaranteed (:mod:`cpsched.core.wait_bound`)."""
     job = snapshot.queued[position]
     reasons = rule_reasons(snapshot, job)
     lacks = waits_for(snapshot, job, reasons)
@@ -68,5 +73,6 @@ def pending(
         waits_for=lacks,
         jobs_ahead=ahead,
         planned_start=mine,
+        guaranteed_start=guaranteed,
         rules=reasons,
     )

@@ -72,6 +72,7 @@ def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut
         rejected = runtime.last_rejected.get(job_id)
         state = runtime.dispatcher_state
         split_wait = state.split_waits.get(job_id) if state is not None else None
+        promise = state.guarantees.get(job_id) if state is not None else None
     if rejected is not None:
         return JobInfoOut(**base, state="rejected", rejected_because=rejected)
     if snapshot is not None:
@@ -91,6 +92,12 @@ def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut
                     state="queued",
                     user=job.user,
                     submit=job.submit,
-                    pending=pending(snapshot, decision, position, split_wait),
+                    pending=pending(
+                        snapshot,
+                        decision,
+                        position,
+                        split_wait,
+                        None if promise is None else promise.start_by,
+                    ),
                 )
     return JobInfoOut(**base, state="unknown")

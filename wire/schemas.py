@@ -340,6 +340,15 @@ class DiagnosticsOut(ResponseModel):
         default=0,
         description="Of which starts the dispatcher had decided and the final check took out.",
     )
+    guaranteed: int = Field(
+        default=0,
+        description="Queued jobs holding a start guarantee (the policy's wait_bound).",
+    )
+    guarantees_broken: int = Field(
+        default=0,
+        description="Guarantees this call could not keep (a running job's limit was "
+        "extended, or the service restarted): each moved to the earliest time still possible.",
+    )
     partial: bool = Field(
         default=False,
         description="The heuristic that answered stopped at the deadline: its starts are "
@@ -431,6 +440,12 @@ class PendingReason(ResponseModel):
     )
     jobs_ahead: list[str] = Field(description="Queued jobs planned before it.")
     planned_start: int | None
+    guaranteed_start: int | None = Field(
+        None,
+        description="The job starts no later than this, as long as the running jobs end by "
+        "their limits (the policy's wait_bound guarantee, given once it has waited that "
+        "long; it only ever moves earlier). None: no guarantee yet, or no wait bound.",
+    )
     rules: list[str] = Field(
         default_factory=list,
         description="The site's rules that hold it back (a dependency, a limit, a "

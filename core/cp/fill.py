@@ -10,14 +10,12 @@ are kept where they leave the guarded job's reservation intact.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from cpsched.core.allocators import Allocator
-from cpsched.core.capacity import FreeCapacity, covers, units_fitting
+from cpsched.core.capacity import FreeCapacity, after_starts, covers, units_fitting
 from cpsched.core.cp.guard import Guard, protect
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
-from cpsched.core.problem import Allocation, Job, RunningJob, Snapshot, Start
+from cpsched.core.problem import Allocation, Job, Snapshot, Start
 from cpsched.core.reservation import Reservation
 
 
@@ -62,26 +60,6 @@ def guarded_reservation(
         return None
     again = protect(guard.job, rest, durations, allocator)
     return None if again is None else again.reservation
-
-
-def after_starts(snapshot: Snapshot, starts: list[Start]) -> Snapshot:
-    """``snapshot`` with ``starts`` running (from now, on their allocations) and out of
-    the queue."""
-    started = {start.job_id: start.allocation for start in starts}
-    free = FreeCapacity.of(snapshot)
-    running = list(snapshot.running)
-    for job in snapshot.queued:
-        allocation = started.get(job.id)
-        if allocation is not None:
-            free.take(allocation, job)
-            running.append(RunningJob(job, snapshot.time, job.time_limit, allocation))
-    return replace(
-        snapshot,
-        running=tuple(running),
-        queued=tuple(job for job in snapshot.queued if job.id not in started),
-        free=tuple(free.rows()),
-        free_total=tuple(free.total),
-    )
 
 
 def holds(free: FreeCapacity, allocation: Allocation, job: Job) -> bool:

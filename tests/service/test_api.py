@@ -251,6 +251,34 @@ def test_job_info_explains_pending_and_finished(client):
     assert client.get("/v1/clusters/c1/jobs/nobody", headers=AUTH).json()["state"] == "unknown"
 
 
+def test_job_info_gives_the_start_guarantee_and_the_decisions_keep_it(make_client):
+    # Both nodes busy until 1,100 s by their limits; q1 has waited 100 s (the bound is
+    # 60 s): it is guaranteed a start at 1,100. q2, 3 cores for 600 s, would fit now on
+    # n2 once r2 ends at 1,010, but ends after 1,100 on a node q1 needs: it may not start.
+    client = make_client(defaults={"wait_bound": 60})
+    nodes = [node("n1"), node("n2")]
+    r1 = {**job("r1", units=4, limit=600), "start": 500, "allocation": {"n1": 4}}
+    r2 = {**job("r2", units=4, limit=10), "start": 1000, "allocation": {"n2": 4}}
+    queued = [job("q1", submit=900, units=8), job("q2", submit=990, units=3)]
+    first = dispatch(client, snapshot(nodes=nodes, running=[r1, r2], queued=queued)).json()
+    assert first["diagnostics"]["guaranteed"] == 1
+    info = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
+    assert info["pending"]["guaranteed_start"] == 1100
+    assert (
+        client.get("/v1/clusters/c1/jobs/q2", headers=AUTH).json()["pending"]["guaranteed_start"]
+        is None
+    )
+    # r2 ended early: n2 is free, but q2 would still run into q1's guarantee.
+    later = dispatch(client, snapshot(time=1020, nodes=nodes, running=[r1], queued=queued)).json()
+    assert later["starts"] == []
+    assert any("start guarantee" in note for note in later["diagnostics"]["notes"])
+    # At 1,100 r1 has ended by its limit: q1 starts, as guaranteed.
+    last = dispatch(client, snapshot(time=1100, nodes=nodes, queued=queued)).json()
+    assert [s["job_id"] for s in last["starts"]] == ["q1"]
+    metrics = client.get("/metrics").text
+    assert 'cpsched_guarantees_broken_total{cluster="c1"} 0.0' in metrics
+
+
 def test_job_info_says_a_task_job_waits_for_a_split_that_cannot_drift(client):
     # Every node runs a job, due to end in 20 s: Slurm's split of a 5-task job could
     # change when it ends before Slurm allocates the job, so the job is not started now

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from cpsched.core import check_decision
 from cpsched.core.allocators import BestFit
-from cpsched.core.capacity import FreeCapacity, placeable_units
+from cpsched.core.capacity import FreeCapacity, after_starts, placeable_units
 from cpsched.core.cp import HCP3Dispatcher, ModelConfig
-from cpsched.core.cp.fill import after_starts, fill, holds
+from cpsched.core.cp.fill import fill, holds
 from cpsched.core.cp.guard import Guard
 from cpsched.core.durations import expected_end
 from cpsched.core.problem import Decision, Snapshot, Start

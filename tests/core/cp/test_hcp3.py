@@ -7,13 +7,13 @@ from ortools.sat.python import cp_model
 
 import cpsched.core.cp as cp
 from cpsched.core import make_dispatcher
+from cpsched.core.capacity import after_starts
 from cpsched.core.cp import (
     CPDispatcher,
     ModelConfig,
     SearchConfig,
     make_cp_dispatcher,
 )
-from cpsched.core.cp.fill import after_starts
 from cpsched.core.cp.greedy import candidate_plans, plan_objective, serial_plan
 from cpsched.core.cp.hcp3 import build_pooled_model
 from cpsched.core.problem import Start

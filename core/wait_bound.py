@@ -1,0 +1,224 @@
+"""A bound on every job's wait: a start guarantee for each job that has waited long, kept.
+
+The planning dispatchers order the queue by predicted run times and slowdown, which is what
+makes their mean so much better than EASY's; it is also what lets a long or wide job wait
+behind a stream of short ones far longer than EASY would keep it. :class:`WaitBound`
+wraps any dispatcher and bounds that wait the way conservative backfilling bounds every
+job's, but only for the jobs that need it:
+
+* once a job has waited ``after`` seconds it gets a **guarantee**: the earliest time it
+  fits around the running jobs and the guarantees given before it, every job counted at
+  its time limit (never a prediction), so that a guarantee holds whatever the jobs' real
+  run times are;
+* the schedule proving the guarantees, the **witness** (each guaranteed job's start and
+  nodes), is kept from call to call. It stays valid while jobs end by their limits: a
+  call keeps each witness slot where it was, then moves each guaranteed job earlier where
+  the jobs that ended early made room, one job at a time with the others fixed, so that
+  no job ever moves later (re-planning them all from scratch would not be monotone: with
+  jobs ending early, greedy earliest-fit can place the same jobs later, docs/wait-bound.md);
+  the guarantee follows its job earlier and never moves later;
+* a guaranteed job whose witness start is now starts now, on its witness nodes; the
+  wrapped dispatcher decides on the other jobs, and each of its starts is kept when it
+  leaves every witness slot intact, the job counted at its limit; what the starts it
+  leaves out would have used is then offered to the jobs not started, shortest predicted
+  first, on the same condition.
+
+So a guarantee breaks only when a running job's limit is extended or the state is lost
+(a restart): the job then gets the earliest time it can still be given, and
+``DispatcherState.guarantees_broken`` counts it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cpsched.core.allocators import Allocator
+from cpsched.core.capacity import FreeCapacity, after_starts
+from cpsched.core.dispatcher import Dispatcher
+from cpsched.core.durations import Durations
+from cpsched.core.problem import Decision, Job, Snapshot, Start
+from cpsched.core.profile import Profile
+from cpsched.core.reservation import Release
+from cpsched.core.site_dispatch import eligible_snapshot
+from cpsched.core.state import DispatcherState, Guarantee
+
+Guarantees = dict[str, Guarantee]
+
+
+def limit_releases(snapshot: Snapshot) -> list[Release]:
+    """Each running job's end by its limit (a job past it ends in a second: it is being
+    killed), what a guarantee must hold against."""
+    soonest = snapshot.time + 1
+    return [
+        (max(soonest, rj.start + rj.time_limit), rj.allocation, rj.job) for rj in snapshot.running
+    ]
+
+
+class WaitBound:
+    """``inner`` deciding around start guarantees for the jobs that waited ``after`` s."""
+
+    def __init__(
+        self,
+        inner: Dispatcher,
+        allocator: Allocator,
+        after: int,
+        state: DispatcherState,
+        depth: int | None = None,
+    ) -> None:
+        if after < 0:
+            raise ValueError(f"a wait bound's trigger is a wait in seconds >= 0, got {after}")
+        self.inner = inner
+        self.allocator = allocator
+        self.after = after
+        self.state = state
+        self.depth = depth if depth is not None else 1 << 62
+        self.name = inner.name
+
+    def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
+        now = snapshot.time
+        observe = getattr(self.allocator, "observe", None)
+        if observe is not None:
+            observe(snapshot, durations)
+        eligible = {job.id: job for job in eligible_snapshot(snapshot).queued}
+        oldest = next(iter(eligible.values()), None)
+        if not self.state.guarantees and (oldest is None or now - oldest.submit < self.after):
+            return self.inner.decide(snapshot, durations)  # nothing to keep, nor to promise
+        # A copy, swapped in at the end: a call the service gave up on (and answered with
+        # the fallback, which keeps the same guarantees) may still be running beside it.
+        guarantees = {
+            job_id: replace(g) for job_id, g in self.state.guarantees.items() if job_id in eligible
+        }  # the others started, went, or are held back by the site
+        profile = Profile(now, FreeCapacity.of(snapshot), limit_releases(snapshot))
+        broken_before = self.state.guarantees_broken
+        notes = self._witness(profile, guarantees, eligible, now)
+        self._compress(profile, guarantees, eligible)
+        self._promise(profile, guarantees, eligible, now)
+        kept = [Start(job_id, g.allocation) for job_id, g in guarantees.items() if g.start == now]
+        rest = after_starts(snapshot, kept)
+        rest = replace(rest, queued=tuple(j for j in rest.queued if j.id not in guarantees))
+        decision = self.inner.decide(rest, durations)
+        starts, dropped = self._admit(profile, decision.starts, eligible, now)
+        self.state.guarantees = guarantees
+        if dropped:  # what the dropped starts would have used, for the jobs that fit there
+            started = {start.job_id for start in starts} | guarantees.keys()
+            starts += self._fill(profile, rest, started, eligible, durations)
+        planned = dict(decision.planned or {})
+        planned.update((job_id, g.start) for job_id, g in guarantees.items() if g.start > now)
+        if dropped:
+            notes.append(f"{dropped} start(s) left out: they would break a start guarantee")
+        return replace(
+            decision,
+            starts=(*kept, *starts),
+            planned=planned,
+            diagnostics=replace(
+                decision.diagnostics,
+                guaranteed=len(guarantees) - len(kept),
+                guarantees_broken=self.state.guarantees_broken - broken_before,
+                notes=(*decision.diagnostics.notes, *notes),
+            ),
+        )
+
+    def _witness(
+        self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job], now: int
+    ) -> list[str]:
+        """The kept witness in ``profile``: each slot where it was while it still fits;
+        the others (a limit extended, a restart) placed again, as early as they can be."""
+        notes: list[str] = []
+        order = sorted(guarantees, key=lambda job_id: guarantees[job_id].start)
+        moved: list[str] = []
+        for job_id in order:
+            job, g = eligible[job_id], guarantees[job_id]
+            start = max(g.start, now)
+            if profile.fits_at(start, job.time_limit, g.allocation, job):
+                g.start = start
+                profile.take(profile.step_at(start), job.time_limit, g.allocation, job)
+            else:
+                moved.append(job_id)
+        for job_id in moved:
+            job, g = eligible[job_id], guarantees[job_id]
+            found = profile.earliest(job, job.time_limit, self.allocator)
+            if found is None:
+                del guarantees[job_id]
+                notes.append(f"job {job_id}: its guarantee cannot be kept on these nodes")
+                continue
+            step, allocation = found
+            g.start, g.allocation = profile.times[step], allocation
+            if g.start > g.start_by:
+                self.state.guarantees_broken += 1
+                notes.append(f"job {job_id}: guarantee broken, {g.start - g.start_by} s later")
+                g.start_by = g.start
+            profile.take(step, job.time_limit, allocation, job)
+        return notes
+
+    def _compress(self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job]) -> None:
+        """Each guaranteed job, in witness order, moved as early as the others allow."""
+        for job_id in sorted(guarantees, key=lambda job_id: guarantees[job_id].start):
+            job, g = eligible[job_id], guarantees[job_id]
+            if g.start == profile.times[0]:
+                continue
+            profile.give(g.start, job.time_limit, g.allocation, job)
+            found = profile.earliest(job, job.time_limit, self.allocator)
+            if found is not None and profile.times[found[0]] < g.start:
+                g.start, g.allocation = profile.times[found[0]], found[1]
+                g.start_by = min(g.start_by, g.start)
+            profile.take(profile.step_at(g.start), job.time_limit, g.allocation, job)
+
+    def _promise(
+        self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job], now: int
+    ) -> None:
+        """Guarantees for the jobs that have now waited ``after`` s, oldest first."""
+        for job_id, job in eligible.items():  # in submission order
+            if now - job.submit < self.after or len(guarantees) >= self.depth:
+                break
+            if job_id in guarantees:
+                continue
+            found = profile.earliest(job, job.time_limit, self.allocator)
+            if found is None:
+                continue  # it fits on no step, not even an idle machine: nothing to promise
+            step, allocation = found
+            start = profile.times[step]
+            guarantees[job_id] = Guarantee(start, start, allocation, now)
+            profile.take(step, job.time_limit, allocation, job)
+
+    def _admit(
+        self,
+        profile: Profile,
+        starts: tuple[Start, ...],
+        eligible: dict[str, Job],
+        now: int,
+    ) -> tuple[list[Start], int]:
+        """The inner dispatcher's starts that leave every witness slot intact."""
+        admitted: list[Start] = []
+        for start in starts:
+            job = eligible.get(start.job_id)
+            if job is None:
+                continue  # a site-held job: the site's rules wrapper dropped it already
+            if profile.fits_at(now, job.time_limit, start.allocation, job):
+                profile.take(0, job.time_limit, start.allocation, job)
+                admitted.append(start)
+        return admitted, len(starts) - len(admitted)
+
+    def _fill(
+        self,
+        profile: Profile,
+        rest: Snapshot,
+        started: set[str],
+        eligible: dict[str, Job],
+        durations: Durations,
+    ) -> list[Start]:
+        """What the admitted starts leave idle, offered to the jobs not started, shortest
+        predicted first, each where it leaves every witness slot intact."""
+        waiting = [job for job in rest.queued if job.id not in started and job.id in eligible]
+        waiting.sort(key=lambda job: durations[job.id])
+        added: list[Start] = []
+        for job in waiting:
+            if not profile.fits_now_total(job.request):
+                continue
+            found = profile.earliest(job, job.time_limit, self.allocator, now_only=True)
+            if found is not None:
+                profile.take(0, job.time_limit, found[1], job)
+                added.append(Start(job.id, found[1]))
+        return added
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)  # transparent, as the other wrappers
