@@ -266,6 +266,16 @@ def test_a_job_is_found_by_id_and_its_page_says_why_it_waits_as_the_api_does(fed
     assert f'href="/ui/clusters/c1/jobs/{job_id}"' in queue  # the queue links each job
 
 
+def test_the_job_page_gives_the_start_guarantee(make_client):
+    client = make_client(defaults={"wait_bound": 60})
+    busy = {**job("r1", units=8, limit=600), "start": 500}
+    busy["allocation"] = {"n1": 4, "n2": 4}
+    dispatch(client, snapshot(running=[busy], queued=[job("q1", submit=900, units=8)]))
+    html = client.get("/ui/clusters/c1/jobs/q1", headers=AUTH).text
+    guarantee = re.search(r'<li id="job-guarantee">(.*?)</li>', html)
+    assert guarantee is not None and "guaranteed to start by" in guarantee.group(1)
+
+
 def test_an_unknown_job_page_is_a_404_that_says_so(fed):
     answer = fed.get("/ui/clusters/c1/jobs/no-such-job", headers=AUTH)
     assert answer.status_code == 404 and "knows no job no-such-job" in answer.text
