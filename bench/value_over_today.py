@@ -58,6 +58,7 @@ RUNS: dict[str, Callable[[], Policy]] = {
     "pcp3": lambda: Policy.named("default", dispatcher="pcp3", **CP_ROW),
     "pcp20": lambda: Policy.named("default", dispatcher="pcp20", **CP_ROW),
     "default": lambda: Policy.named("default"),
+    "bounded": lambda: Policy.named("bounded"),
 }
 
 COLUMNS = (

@@ -92,6 +92,7 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
         "overrun": "request",
     },
     "default": {},
+    "bounded": {"wait_bound": 21600, "wait_bound_depth": 1},
     "oracle": {"predictor": "oracle"},
 }
 """Policies by name, each as its settings over the field defaults:
@@ -103,6 +104,9 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
   Etsion and Feitelson, TPDS 2007);
 * ``default``: what cpsched recommends, the field defaults: HCP3 with easy++'s
   predictions and correction (docs/value-over-today.md says how it was chosen);
+* ``bounded``: ``default`` keeping a start guarantee for the longest-waiting job once it
+  has waited 6 h (:mod:`cpsched.core.wait_bound`; docs/wait-bound.md): the longest waits
+  near today's, at a cost in mean slowdown and in the p99 wait;
 * ``oracle``: ``default`` with the trace's real run times, a bound for replays only.
 """
 

@@ -9,6 +9,7 @@ import pytest
 
 from cpsched.core.registry import DISPATCHERS, make_dispatcher
 from cpsched.core.state import DispatcherState
+from cpsched.core.wait_bound import WaitBound
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS
 from cpsched.runtime.policy import DispatcherName, Policy, PredictorName
@@ -111,6 +112,16 @@ def test_named_policies_start_from_their_settings_and_take_changes():
     assert Policy.named("oracle").predictor == "oracle"
     with pytest.raises(ConfigError, match="unknown policy 'x': choose one of today, conservative"):
         Policy.named("x")
+
+
+def test_the_bounded_policy_keeps_guarantees_in_the_dispatcher_and_the_fallback_alike():
+    state = DispatcherState()
+    dispatcher, fallback = Policy.named("bounded").make_dispatchers(state=state)
+    for wrapped in (dispatcher, fallback):
+        bound: Any = wrapped
+        assert isinstance(bound, WaitBound)
+        assert (bound.after, bound.depth, bound.state) == (21600, 1, state)
+    assert not isinstance(Policy().make_dispatcher(), WaitBound)  # the default has none
 
 
 def test_the_policys_fallback_is_bounded_by_its_depth():
