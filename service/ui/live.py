@@ -40,6 +40,8 @@ class QueuedRow:
     partition: str = ""
     priority: int | None = None
     """The site's priority, when the workload manager sends one."""
+    guaranteed_start: int | None = None
+    """The start it is guaranteed (the policy's ``wait_bound``), if it holds one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,8 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS, first: int = 0) 
             return None
         durations = dict(runtime.book.durations)
         rejected = dict(runtime.last_rejected)
+        state = runtime.dispatcher_state
+        guaranteed = {job_id: g.start_by for job_id, g in state.guarantees.items()} if state else {}
     planned = dict(decision.planned or {})
     starting = {s.job_id for s in decision.starts}
     free = free_after(snapshot, decision)
@@ -100,7 +104,7 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS, first: int = 0) 
         fallback_reason=decision.diagnostics.fallback_reason,
         nodes=[n.name for n in snapshot.nodes],
         queue=[
-            _queued_row(snapshot, job, durations, planned, job.id in starting, free)
+            _queued_row(snapshot, job, durations, planned, job.id in starting, free, guaranteed)
             for job in snapshot.queued[first : first + limit]
         ],
         queued_total=len(snapshot.queued),
@@ -139,6 +143,7 @@ def _queued_row(
     planned: dict[str, int],
     starting: bool,
     free: list[Amounts],
+    guaranteed: dict[str, int],
 ) -> QueuedRow:
     rules = [] if starting else rule_reasons(snapshot, job)
     return QueuedRow(
@@ -154,6 +159,7 @@ def _queued_row(
         limit_s=job.time_limit,
         partition=job.queue,
         priority=job.priority,
+        guaranteed_start=None if starting else guaranteed.get(job.id),
     )
 
 

@@ -274,6 +274,8 @@ def test_the_job_page_gives_the_start_guarantee(make_client):
     html = client.get("/ui/clusters/c1/jobs/q1", headers=AUTH).text
     guarantee = re.search(r'<li id="job-guarantee">(.*?)</li>', html)
     assert guarantee is not None and "guaranteed to start by" in guarantee.group(1)
+    queue = client.get("/ui/clusters/c1", headers=AUTH).text
+    assert queue.count("tag-guarantee") == 1  # q1's row says so, in the queue too
 
 
 def test_an_unknown_job_page_is_a_404_that_says_so(fed):
