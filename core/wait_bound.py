@@ -9,7 +9,9 @@ job's, but only for the jobs that need it:
 * once a job has waited ``after`` seconds it gets a **guarantee**: the earliest time it
   fits around the running jobs and the guarantees given before it, every job counted at
   its time limit (never a prediction), so that a guarantee holds whatever the jobs' real
-  run times are;
+  run times are; at most ``depth`` jobs hold one at once, the longest-waiting first (each
+  guarantee at limits holds back backfilling: several at once can choke it, as measured
+  in docs/wait-bound.md);
 * the schedule proving the guarantees, the **witness** (each guaranteed job's start and
   nodes), is kept from call to call. It stays valid while jobs end by their limits: a
   call keeps each witness slot where it was, then moves each guaranteed job earlier where
