@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cpsched.core.allocators_hetero import PriorityCounters
-from cpsched.core.problem import Allocation
 
 
 @dataclass(slots=True)
@@ -45,8 +44,10 @@ class Guarantee:
     start: int
     """Where the witness, a schedule keeping every promise with every job running to its
     limit, starts the job (never after ``start_by``)..."""
-    allocation: Allocation
-    """...and on which nodes."""
+    placement: tuple[tuple[str, int], ...]
+    """...and on which nodes: ``(node name, units)`` pairs. By name, not by index into
+    the snapshot's nodes: a node that joins or leaves the cluster moves the others'
+    indices, and the witness must follow each node, not a position."""
     given: int
     """When the promise was first made (the snapshot time)."""
 

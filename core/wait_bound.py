@@ -38,13 +38,32 @@ from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, after_starts
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
-from cpsched.core.problem import Decision, Job, Snapshot, Start
+from cpsched.core.problem import Allocation, Decision, Job, Node, Snapshot, Start
 from cpsched.core.profile import Profile
 from cpsched.core.reservation import Release
 from cpsched.core.site_dispatch import eligible_snapshot
 from cpsched.core.state import DispatcherState, Guarantee
 
 Guarantees = dict[str, Guarantee]
+Slots = dict[str, Allocation]
+"""Each guaranteed job's witness nodes this call, as indices into the snapshot's nodes."""
+
+
+def named(allocation: Allocation, nodes: tuple[Node, ...]) -> tuple[tuple[str, int], ...]:
+    """A witness allocation as kept between calls: by node name."""
+    return tuple((nodes[node].name, units) for node, units in allocation)
+
+
+def slots_of(guarantees: Guarantees, nodes: tuple[Node, ...]) -> dict[str, Allocation | None]:
+    """Each guarantee's witness nodes in this snapshot's indices; None where a node of it
+    has left the cluster (the slot is then placed again)."""
+    index = {node.name: i for i, node in enumerate(nodes)}
+    return {
+        job_id: tuple((index[name], units) for name, units in g.placement)
+        if all(name in index for name, _ in g.placement)
+        else None
+        for job_id, g in guarantees.items()
+    }
 
 
 def limit_releases(snapshot: Snapshot) -> list[Release]:
@@ -92,10 +111,12 @@ class WaitBound:
         }  # the others started, went, or are held back by the site
         profile = Profile(now, FreeCapacity.of(snapshot), limit_releases(snapshot))
         broken_before = self.state.guarantees_broken
-        notes = self._witness(profile, guarantees, eligible, now)
-        self._compress(profile, guarantees, eligible)
-        self._promise(profile, guarantees, eligible, now)
-        kept = [Start(job_id, g.allocation) for job_id, g in guarantees.items() if g.start == now]
+        slots, notes = self._witness(profile, guarantees, eligible, snapshot)
+        self._compress(profile, guarantees, slots, eligible)
+        self._promise(profile, guarantees, slots, eligible, now)
+        for job_id, g in guarantees.items():
+            g.placement = named(slots[job_id], snapshot.nodes)
+        kept = [Start(job_id, slots[job_id]) for job_id, g in guarantees.items() if g.start == now]
         rest = after_starts(snapshot, kept)
         rest = replace(rest, queued=tuple(j for j in rest.queued if j.id not in guarantees))
         decision = self.inner.decide(rest, durations)
@@ -104,10 +125,9 @@ class WaitBound:
         if dropped:  # what the dropped starts would have used, for the jobs that fit there
             started = {start.job_id for start in starts} | guarantees.keys()
             starts += self._fill(profile, rest, started, eligible, durations)
+            notes.append(f"{dropped} start(s) left out: they would break a start guarantee")
         planned = dict(decision.planned or {})
         planned.update((job_id, g.start) for job_id, g in guarantees.items() if g.start > now)
-        if dropped:
-            notes.append(f"{dropped} start(s) left out: they would break a start guarantee")
         return replace(
             decision,
             starts=(*kept, *starts),
@@ -121,19 +141,22 @@ class WaitBound:
         )
 
     def _witness(
-        self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job], now: int
-    ) -> list[str]:
+        self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job], snapshot: Snapshot
+    ) -> tuple[Slots, list[str]]:
         """The kept witness in ``profile``: each slot where it was while it still fits;
-        the others (a limit extended, a restart) placed again, as early as they can be."""
+        the others (a limit extended, a node gone, a restart) placed again, as early as
+        they can be."""
+        now = snapshot.time
         notes: list[str] = []
-        order = sorted(guarantees, key=lambda job_id: guarantees[job_id].start)
+        slots: Slots = {}
         moved: list[str] = []
-        for job_id in order:
-            job, g = eligible[job_id], guarantees[job_id]
+        found_slots = slots_of(guarantees, snapshot.nodes)
+        for job_id in sorted(guarantees, key=lambda job_id: guarantees[job_id].start):
+            job, g, allocation = eligible[job_id], guarantees[job_id], found_slots[job_id]
             start = max(g.start, now)
-            if profile.fits_at(start, job.time_limit, g.allocation, job):
-                g.start = start
-                profile.take(profile.step_at(start), job.time_limit, g.allocation, job)
+            if allocation is not None and profile.fits_at(start, job.time_limit, allocation, job):
+                g.start, slots[job_id] = start, allocation
+                profile.take(profile.step_at(start), job.time_limit, allocation, job)
             else:
                 moved.append(job_id)
         for job_id in moved:
@@ -143,30 +166,37 @@ class WaitBound:
                 del guarantees[job_id]
                 notes.append(f"job {job_id}: its guarantee cannot be kept on these nodes")
                 continue
-            step, allocation = found
-            g.start, g.allocation = profile.times[step], allocation
+            step, slots[job_id] = found
+            g.start = profile.times[step]
             if g.start > g.start_by:
                 self.state.guarantees_broken += 1
                 notes.append(f"job {job_id}: guarantee broken, {g.start - g.start_by} s later")
                 g.start_by = g.start
-            profile.take(step, job.time_limit, allocation, job)
-        return notes
+            profile.take(step, job.time_limit, slots[job_id], job)
+        return slots, notes
 
-    def _compress(self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job]) -> None:
+    def _compress(
+        self, profile: Profile, guarantees: Guarantees, slots: Slots, eligible: dict[str, Job]
+    ) -> None:
         """Each guaranteed job, in witness order, moved as early as the others allow."""
         for job_id in sorted(guarantees, key=lambda job_id: guarantees[job_id].start):
             job, g = eligible[job_id], guarantees[job_id]
             if g.start == profile.times[0]:
                 continue
-            profile.give(g.start, job.time_limit, g.allocation, job)
+            profile.give(g.start, job.time_limit, slots[job_id], job)
             found = profile.earliest(job, job.time_limit, self.allocator)
             if found is not None and profile.times[found[0]] < g.start:
-                g.start, g.allocation = profile.times[found[0]], found[1]
+                g.start, slots[job_id] = profile.times[found[0]], found[1]
                 g.start_by = min(g.start_by, g.start)
-            profile.take(profile.step_at(g.start), job.time_limit, g.allocation, job)
+            profile.take(profile.step_at(g.start), job.time_limit, slots[job_id], job)
 
     def _promise(
-        self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job], now: int
+        self,
+        profile: Profile,
+        guarantees: Guarantees,
+        slots: Slots,
+        eligible: dict[str, Job],
+        now: int,
     ) -> None:
         """Guarantees for the jobs that have now waited ``after`` s, oldest first."""
         for job_id, job in eligible.items():  # in submission order
@@ -177,10 +207,10 @@ class WaitBound:
             found = profile.earliest(job, job.time_limit, self.allocator)
             if found is None:
                 continue  # it fits on no step, not even an idle machine: nothing to promise
-            step, allocation = found
+            step, slots[job_id] = found
             start = profile.times[step]
-            guarantees[job_id] = Guarantee(start, start, allocation, now)
-            profile.take(step, job.time_limit, allocation, job)
+            guarantees[job_id] = Guarantee(start, start, (), now)
+            profile.take(step, job.time_limit, slots[job_id], job)
 
     def _admit(
         self,

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import Job, RunningJob
+from cpsched.core.problem import Node
 from cpsched.core.registry import make_dispatcher
 from cpsched.core.state import DispatcherState
 from cpsched.core.validate import check_decision
@@ -118,3 +119,36 @@ def test_at_most_depth_jobs_hold_a_guarantee_the_longest_waiting_first():
     queue = [job(f"j{k}", submit=k, units=8) for k in (1, 2, 3)]
     dispatcher.decide(snapshot(10, MACHINE, run, queue), {f"j{k}": 100 for k in range(4)})
     assert {job_id: g.start_by for job_id, g in state.guarantees.items()} == {"j1": 100}
+
+
+def test_the_witness_follows_its_nodes_by_name_when_the_node_list_changes():
+    # j1 (4 cores) is guaranteed a start at 100 on the node the running job frees. A new
+    # node listed first shifts every index: the witness stays on the same named node.
+    # Then that node leaves the cluster: the guarantee is placed again (on the node left,
+    # free from 200), and the change is counted as broken, never a crash.
+    state = DispatcherState()
+    dispatcher = make_dispatcher("sjf", "first-fit", state=state, wait_bound=1)
+    two = (Node("a", (4,)), Node("b", (4,)))
+    run = [
+        RunningJob(job("j0", units=4), 0, 100, ((0, 4),)),
+        RunningJob(job("jb", units=4, limit=200), 0, 200, ((1, 4),)),
+    ]
+    queue = [job("j1", submit=1, units=4)]
+    durations = {"j0": 100, "jb": 200, "j1": 100}
+    dispatcher.decide(snapshot(10, two, run, queue), durations)
+    assert state.guarantees["j1"].placement == (("a", 4),)
+    three = (Node("c", (1,)), *two)
+    shifted = [
+        RunningJob(job("j0", units=4), 0, 100, ((1, 4),)),
+        RunningJob(job("jb", units=4, limit=200), 0, 200, ((2, 4),)),
+    ]
+    decision = dispatcher.decide(snapshot(20, three, shifted, queue), durations)
+    check_decision(snapshot(20, three, shifted, queue), decision)
+    assert state.guarantees["j1"].placement == (("a", 4),)
+    assert (state.guarantees["j1"].start_by, state.guarantees_broken) == (100, 0)
+    only_b = (Node("b", (4,)),)
+    left = [RunningJob(job("jb", units=4, limit=200), 0, 200, ((0, 4),))]
+    decision = dispatcher.decide(snapshot(30, only_b, left, queue), durations)
+    check_decision(snapshot(30, only_b, left, queue), decision)
+    assert state.guarantees["j1"].placement == (("b", 4),)
+    assert (state.guarantees["j1"].start_by, state.guarantees_broken) == (200, 1)
