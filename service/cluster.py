@@ -19,6 +19,7 @@ from cpsched.runtime.cluster import Cluster
 from cpsched.runtime.codec import TranslationMemo, core_job
 from cpsched.runtime.durations import CENSORED_STATES
 from cpsched.runtime.policy import Policy
+from cpsched.service.kept_state import KeptState
 from cpsched.service.lease import WriterLease
 from cpsched.wire.deltas import HeldSnapshot
 from cpsched.wire.schemas import FinishedJobIn
@@ -81,6 +82,9 @@ class ClusterRuntime(Cluster):
         """Serialises this cluster's dispatches and predictor updates."""
         self.lease = WriterLease()
         """Which bridge dispatches for the cluster (held under ``lock``)."""
+        self.kept: KeptState | None = None
+        """What was last stored of the guarantees and the lease
+        (:mod:`~cpsched.service.kept_state`)."""
         self.conflict_said: tuple[str, str] | None = None
         """The (standby, holder) pair last logged, so that it is said once."""
         self.resource_names: tuple[str, ...] = ("cpu", "mem")
@@ -143,6 +147,19 @@ class ClusterRuntime(Cluster):
             *(durations[rj.job.id] for rj in snapshot.running),
             *(durations[job.id] for job in snapshot.queued),
         )
+
+    def to_keep(self, wall: float, mono: float, lease_s: float) -> KeptState | None:
+        """The guarantees and the lease as they are now, when they must be stored again;
+        ``wall`` and ``mono`` are the same instant on the epoch and monotonic clocks."""
+        state = self.dispatcher_state
+        now = KeptState.of(state.guarantees if state else {}, self.lease, wall, mono)
+        return now if now.differs(self.kept, lease_s) else None
+
+    def restore(self, kept: KeptState, wall: float, mono: float) -> None:
+        """Take back the guarantees and the lease a previous run of the service stored."""
+        if self.dispatcher_state is not None:
+            kept.restore(self.dispatcher_state.guarantees, self.lease, wall, mono)
+        self.kept = kept
 
     def applied(self, snapshot: Snapshot, decision: Decision, predicted: dict[str, int]) -> None:
         """Remember what this decision started (``predicted``: empty for a dry run)."""

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from cpsched.core import Job
 from cpsched.errors import CpschedError
 from cpsched.service.cluster import ClusterRuntime
+from cpsched.service.kept_state import KeptState
 from cpsched.service.metrics import ERROR_BUCKETS, ServiceMetrics
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history, retention
@@ -81,6 +82,13 @@ class ClusterRegistry:
             errors = history.start_prediction_errors(session, cluster_id, ERROR_BUCKETS)
             # What the predictor remembers, not the whole history (bounded reads).
             rows = history.remembered(session, cluster_id, runtime.predictor.memory)
+            kept = history.cluster_state(session, cluster_id)
+            if kept is not None:
+                runtime.restore(
+                    KeptState.from_row(kept.guarantees, kept.writer, kept.writer_seen),
+                    time.time(),
+                    time.monotonic(),
+                )
         names = runtime.resource_names
         runtime.relearn(
             (_stored_job(row, names), row.start_time, row.end_time, end_state(row.state))

@@ -247,6 +247,17 @@ class Orchestrator:
                 if self.settings.audit_snapshots:
                     row.snapshot = request.model_dump(mode="json")
                 decision_id = history.record_decision(session, row)
+                keep = runtime.to_keep(time.time(), time.monotonic(), self.settings.writer_lease_s)
+                if keep is not None:
+                    history.save_cluster_state(
+                        session,
+                        runtime.cluster_id,
+                        keep.guarantee_dicts(),
+                        keep.writer,
+                        keep.writer_seen,
+                    )
+            if keep is not None:
+                runtime.kept = keep  # committed with the audit row
             runtime.held = held  # answered: the base of the cluster's next delta
             answered = time.perf_counter()
             runtime.learn_answer(answered - decided)

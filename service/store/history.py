@@ -1,4 +1,5 @@
-"""The queries the service makes: clusters, finished jobs, predictions, audit rows.
+"""The queries the service makes: clusters, finished jobs, predictions, audit rows, and
+what a cluster keeps across a restart.
 
 Every function takes an open session and leaves committing to the caller, which decides
 what one transaction holds (a dispatch's predictions and audit row; a slice of a batch of
@@ -16,7 +17,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cpsched.predictor.base import Memory
-from cpsched.service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
+from cpsched.service.store.models import (
+    Cluster,
+    ClusterStateRow,
+    DecisionRow,
+    FinishedJobRow,
+    PredictionRow,
+)
 from cpsched.wire.schemas import FinishedJobIn
 
 
@@ -271,5 +278,25 @@ def decisions(session: Session, cluster: int, after_id: int, limit: int) -> list
             .where(DecisionRow.cluster_id == cluster, DecisionRow.id > after_id)
             .order_by(DecisionRow.id)
             .limit(limit)
+        )
+    )
+
+
+def cluster_state(session: Session, cluster: int) -> ClusterStateRow | None:
+    """What the cluster's dispatches must keep across a restart, if it was ever stored."""
+    return session.get(ClusterStateRow, cluster)
+
+
+def save_cluster_state(
+    session: Session,
+    cluster: int,
+    guarantees: list[dict[str, Any]],
+    writer: str | None,
+    writer_seen: float | None,
+) -> None:
+    """Store (or replace) the cluster's row of what must survive a restart."""
+    session.merge(
+        ClusterStateRow(
+            cluster_id=cluster, guarantees=guarantees, writer=writer, writer_seen=writer_seen
         )
     )

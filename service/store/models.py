@@ -1,4 +1,5 @@
-"""Tables: job history (the predictors' memory), predictions, and the decision audit.
+"""Tables: job history (the predictors' memory), predictions, the decision audit, and what a
+cluster's dispatches must keep across a restart.
 
 A job is identified by (cluster, job id) everywhere; the unique constraint on that pair
 is what makes finished-job ingestion idempotent under retries and concurrent posts.
@@ -112,3 +113,22 @@ class DecisionRow(Base):
     wall_ms: Mapped[float] = mapped_column(Float)
     snapshot: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ClusterStateRow(Base):
+    """What a cluster's dispatches promised and must keep across a service restart: the
+    wait bound's start guarantees with their witness, and the bridge holding the writer
+    lease. One row per cluster, written when it changes."""
+
+    __tablename__ = "cluster_state"
+
+    cluster_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("clusters.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    guarantees: Mapped[list] = mapped_column(JSON)
+    """``{"job", "start_by", "start", "placement": [[node, units], ...], "given"}`` each."""
+    writer: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    """The bridge holding the writer lease, if any."""
+    writer_seen: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """When that bridge last dispatched, in seconds since the epoch (the service's clock:
+    a restart turns it back into the lease's time left)."""

@@ -24,13 +24,20 @@ from sqlalchemy import ColumnElement, Table, delete, func, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from cpsched.predictor.base import Memory
-from cpsched.service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
+from cpsched.service.store.models import (
+    Cluster,
+    ClusterStateRow,
+    DecisionRow,
+    FinishedJobRow,
+    PredictionRow,
+)
 
 DAY_S = 86_400
 _DECISIONS = cast(Table, DecisionRow.__table__)
 _PREDICTIONS = cast(Table, PredictionRow.__table__)
 _FINISHED = cast(Table, FinishedJobRow.__table__)
 _CLUSTERS = cast(Table, Cluster.__table__)
+_KEPT = cast(Table, ClusterStateRow.__table__)
 KINDS = ("decisions", "predictions", "finished_jobs")
 
 
@@ -123,6 +130,7 @@ def delete_cluster(sessions: Any, cluster: int, batch: int) -> dict[str, int]:
             if gone < batch:
                 break
     with sessions.begin() as session:
+        session.execute(delete(_KEPT).where(_KEPT.c.cluster_id == cluster))
         session.execute(delete(_CLUSTERS).where(_CLUSTERS.c.id == cluster))
     return deleted
 

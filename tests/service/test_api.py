@@ -279,6 +279,27 @@ def test_job_info_gives_the_start_guarantee_and_the_decisions_keep_it(make_clien
     assert 'cpsched_guarantees_broken_total{cluster="c1"} 0.0' in metrics
 
 
+def test_start_guarantees_survive_a_restart_of_the_service(make_client):
+    # As above: q1 is guaranteed a start at 1,100. The service restarts (a new app on the
+    # same database) and r1's limit is then extended by 100 s: the service still knows
+    # what it promised, so the promise is counted as broken (a restart used to forget it
+    # and make a new one, as if nothing had been promised).
+    nodes = [node("n1"), node("n2")]
+    r1 = {**job("r1", units=4, limit=600), "start": 500, "allocation": {"n1": 4}}
+    r2 = {**job("r2", units=4, limit=10), "start": 1000, "allocation": {"n2": 4}}
+    queued = [job("q1", submit=900, units=8), job("q2", submit=990, units=3)]
+    before = make_client(defaults={"wait_bound": 60})
+    dispatch(before, snapshot(nodes=nodes, running=[r1, r2], queued=queued))
+    after = make_client(defaults={"wait_bound": 60})
+    extended = {**r1, "time_limit": 700}
+    later = snapshot(time=1020, nodes=nodes, running=[extended], queued=queued)
+    answer = dispatch(after, later).json()
+    assert answer["diagnostics"]["guarantees_broken"] == 1
+    assert any("guarantee broken, 100 s later" in n for n in answer["diagnostics"]["notes"])
+    info = after.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
+    assert info["pending"]["guaranteed_start"] == 1200
+
+
 def test_job_info_says_a_task_job_waits_for_a_split_that_cannot_drift(client):
     # Every node runs a job, due to end in 20 s: Slurm's split of a 5-task job could
     # change when it ends before Slurm allocates the job, so the job is not started now

@@ -42,3 +42,21 @@ def test_no_lease_when_the_site_turns_it_off(make_client) -> None:
     client = make_client(writer_lease_s=0)
     assert dispatch(client, A, 1000).status_code == 200
     assert dispatch(client, B, 1001).status_code == 200
+
+
+def test_the_lease_survives_a_restart_of_the_service(make_client) -> None:
+    # The holder's lease is stored with its dispatches: after a restart (a new app on the
+    # same database) the standby is still refused and the holder goes on.
+    before = make_client(writer_lease_s=30)
+    assert dispatch(before, A, 1000).status_code == 200
+    after = make_client(writer_lease_s=30)
+    assert dispatch(after, B, 1001).status_code == 423
+    assert dispatch(after, A, 1002).status_code == 200
+
+
+def test_a_restart_does_not_lengthen_a_lease_that_ran_out(make_client) -> None:
+    before = make_client(writer_lease_s=0.5)
+    assert dispatch(before, A, 1000).status_code == 200
+    time.sleep(0.6)
+    after = make_client(writer_lease_s=0.5)
+    assert dispatch(after, B, 1001).status_code == 200

@@ -13,7 +13,7 @@ from cpsched.service.store.database import make_engine
 from cpsched.service.store.models import Base
 from tests.service.conftest import settings_for
 
-TABLES = {"clusters", "finished_jobs", "predictions", "decisions"}
+TABLES = {"clusters", "finished_jobs", "predictions", "decisions", "cluster_state"}
 
 
 def tables(engine) -> set[str]:
