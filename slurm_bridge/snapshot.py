@@ -58,6 +58,8 @@ def _rule_fields(job: JobView, state: ClusterState, declared: set[str]) -> dict[
         )
     if rules.reservation:
         fields["reservation"] = rules.reservation
+    if rules.qos:
+        fields["qos"] = _label(rules.qos)  # shown on the dashboard's queue
     if job.priority > 0:
         # Slurm's own (multifactor) priority; for a job held for cpsched (0 in Slurm) the
         # one the bridge computed as Slurm's multifactor plugin would (site_priority.py).

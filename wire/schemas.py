@@ -156,6 +156,13 @@ class JobIn(WireModel):
     group: Label = ""
     name: Label = ""
     partition: Label = ""
+    qos: Label = Field(
+        "",
+        # Left out when empty: digests and older services see the snapshot as before.
+        exclude_if=lambda qos: not qos,
+        description="The job's QOS (Slurm's quality of service), shown to operators; the "
+        "workload manager enforces its limits ('eligible' false while one holds the job).",
+    )
     submit: Time
     time_limit: Seconds = Field(description="Requested (or current) time limit, seconds.")
     units: Count = Field(description="Identical units (tasks) the job asks for.")

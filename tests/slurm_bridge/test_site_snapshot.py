@@ -45,7 +45,9 @@ def test_partitions_reservations_features_and_rules_are_sent():
         replace(held("n2", shape=pair), partition="cpu,other"),
         replace(
             held("f", units=3, shape=JobShape(units=3, per_unit={"cpu": 1})),
-            rules=JobRules(features="skylake&ib", tasks_per_node=2, reservation="maint"),
+            rules=JobRules(
+                features="skylake&ib", tasks_per_node=2, reservation="maint", qos="high"
+            ),
         ),
         replace(held("g"), partition="gpu"),
         replace(held("dep"), rules=JobRules(dependency="afterok:7(unfulfilled)")),
@@ -63,6 +65,8 @@ def test_partitions_reservations_features_and_rules_are_sent():
     assert "node" not in jobs["n2"].per_unit  # no synthetic node slot any more
     assert jobs["f"].features == "skylake&ib" and jobs["f"].tasks_per_node == 2
     assert jobs["f"].reservation == "maint"
+    assert jobs["f"].qos == "high" and jobs["g"].qos == ""  # the QOS, for the dashboard
+    assert "qos" not in jobs["g"].model_dump()  # left out when empty: digests as before
     assert jobs["g"].exclusive  # its partition is OverSubscribe=EXCLUSIVE
     assert not jobs["dep"].eligible and "Dependency" in jobs["dep"].reason
     assert not jobs["later"].eligible and "BeginTime" in jobs["later"].reason
