@@ -14,13 +14,16 @@ from cpsched.core.explain import rule_reasons
 from cpsched.core.problem import Amounts
 from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.pending import waits_for
+from cpsched.service.ui.queue_order import QueueFacts, QueueQuery, choices, ordered, page_of
 
 QUEUE_ROWS = 500
-"""Queued jobs listed on the page (in queue order); the count says how many more wait."""
+"""Queued jobs listed on a page of the queue; the pages cover the whole queue."""
 
 
 @dataclass(frozen=True, slots=True)
 class QueuedRow:
+    position: int
+    """Its place in the queue's order (from 1), whatever the page's order."""
     job_id: str
     user: str
     shape: str
@@ -38,6 +41,8 @@ class QueuedRow:
     limit_s: int = 0
     """Its time limit (the user's request)."""
     partition: str = ""
+    qos: str = ""
+    """Its QOS, when the workload manager sends one."""
     priority: int | None = None
     """The site's priority, when the workload manager sends one."""
     guaranteed_start: int | None = None
@@ -80,12 +85,24 @@ class LiveView:
     planned: list[PlannedStart]
     rejected: dict[str, str] = field(default_factory=dict)
     first: int = 0
-    """The queue position (from 0) of the first row listed."""
+    """The index (from 0) of the first row listed among the jobs the query keeps."""
+    matched: int = 0
+    """Queued jobs the query's filters keep (all of them without a filter)."""
+    page: int = 1
+    pages: int = 1
+    choices: dict[str, list[str]] = field(default_factory=dict)
+    """The values each filter may take in this queue (user, partition, qos)."""
 
 
-def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS, first: int = 0) -> LiveView | None:
-    """The cluster as its last snapshot and decision show it, the queue from position
-    ``first`` (``limit`` rows); None before the first snapshot since the service started."""
+def live_view(
+    runtime: ClusterRuntime,
+    query: QueueQuery | None = None,
+    page: int = 1,
+    limit: int = QUEUE_ROWS,
+) -> LiveView | None:
+    """The cluster as its last snapshot and decision show it, with page ``page``
+    (``limit`` rows) of the queued jobs ``query`` keeps, in its order; None before the
+    first snapshot since the service started."""
     with runtime.lock:
         snapshot, decision = runtime.last_snapshot, runtime.last_decision
         if snapshot is None or decision is None:
@@ -94,9 +111,14 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS, first: int = 0) 
         rejected = dict(runtime.last_rejected)
         state = runtime.dispatcher_state
         guaranteed = {job_id: g.start_by for job_id, g in state.guarantees.items()} if state else {}
+        held = runtime.held  # the wire's jobs: what the core's leave out (the QOS)
+        qos = {job_id: j.qos for job_id, j in held.queued.items() if j.qos} if held else {}
     planned = dict(decision.planned or {})
     starting = {s.job_id for s in decision.starts}
     free = free_after(snapshot, decision)
+    facts = QueueFacts(snapshot.time, qos, durations, planned, frozenset(starting))
+    rows = ordered(snapshot, query or QueueQuery(), facts)
+    page, first = page_of(rows, page, limit)
     return LiveView(
         time=snapshot.time,
         dispatcher=decision.diagnostics.dispatcher,
@@ -104,8 +126,8 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS, first: int = 0) 
         fallback_reason=decision.diagnostics.fallback_reason,
         nodes=[n.name for n in snapshot.nodes],
         queue=[
-            _queued_row(snapshot, job, durations, planned, job.id in starting, free, guaranteed)
-            for job in snapshot.queued[first : first + limit]
+            _queued_row(snapshot, job, facts, position, free, guaranteed)
+            for position, job in rows[first : first + limit]
         ],
         queued_total=len(snapshot.queued),
         placed=_placed(snapshot, decision, durations),
@@ -116,6 +138,10 @@ def live_view(runtime: ClusterRuntime, limit: int = QUEUE_ROWS, first: int = 0) 
         ],
         rejected=rejected,
         first=first,
+        matched=len(rows),
+        page=page,
+        pages=max(1, -(-len(rows) // limit)),
+        choices=choices(snapshot, qos),
     )
 
 
@@ -139,25 +165,27 @@ def free_after(snapshot: Snapshot, decision: Decision) -> list[Amounts]:
 def _queued_row(
     snapshot: Snapshot,
     job: Job,
-    durations: dict[str, int],
-    planned: dict[str, int],
-    starting: bool,
+    facts: QueueFacts,
+    position: int,
     free: list[Amounts],
     guaranteed: dict[str, int],
 ) -> QueuedRow:
+    starting = job.id in facts.starting
     rules = [] if starting else rule_reasons(snapshot, job)
     return QueuedRow(
+        position=position + 1,
         job_id=job.id,
         user=job.user,
         shape=shape(job, snapshot.resource_names),
-        predicted_s=durations.get(job.id),
-        planned_start=snapshot.time if starting else planned.get(job.id),
+        predicted_s=facts.durations.get(job.id),
+        planned_start=snapshot.time if starting else facts.planned.get(job.id),
         starting_now=starting,
         waits_for={} if starting else waits_for(snapshot, job, rules, free),
         rules=rules,
         wait_s=max(0, snapshot.time - job.submit),
         limit_s=job.time_limit,
         partition=job.queue,
+        qos=facts.qos.get(job.id, ""),
         priority=job.priority,
         guaranteed_start=None if starting else guaranteed.get(job.id),
     )

@@ -34,7 +34,14 @@ from cpsched.service.ui.figures import (
     latency_figures,
     shadow_figures,
 )
-from cpsched.service.ui.live import QUEUE_ROWS, live_view
+from cpsched.service.ui.live import live_view
+from cpsched.service.ui.queue_order import (
+    DESCENDING_FIRST,
+    QueueQuery,
+    SortKey,
+    link,
+    sort_links,
+)
 from cpsched.service.ui.render import page
 from cpsched.service.ui.session import viewer
 
@@ -106,13 +113,21 @@ def queue(
     cluster: ClusterName,
     token: Viewer,
     orchestrator: OrchestratorDep,
-    page_number: Annotated[int, Query(alias="page", ge=1, le=10_000)] = 1,
+    page_number: Annotated[int, Query(alias="page", ge=1, le=1_000_000)] = 1,
+    sort: Annotated[SortKey, Query()] = "position",
+    direction: Annotated[Literal["asc", "desc"] | None, Query(alias="dir")] = None,
+    user: Annotated[str, Query(max_length=256)] = "",
+    partition: Annotated[str, Query(max_length=1024)] = "",
+    qos: Annotated[str, Query(max_length=1024)] = "",
 ) -> HTMLResponse:
+    """The queue as ``squeue`` lists it, sorted and filtered over the whole queue
+    (``?sort=wait&dir=desc&user=...&partition=...&qos=...&page=N``), and the Gantt chart."""
     runtime, _ = _open_cluster(orchestrator, token, cluster)
-    live = live_view(runtime, QUEUE_ROWS, (page_number - 1) * QUEUE_ROWS)
+    descending = sort in DESCENDING_FIRST if direction is None else direction == "desc"
+    query = QueueQuery(sort, descending, user.strip(), partition.strip(), qos.strip())
+    live = live_view(runtime, query, page_number)
     layout = gantt.layout(live) if live is not None else None
     chart = gantt.render(layout) if layout is not None else None
-    pages = 1 if live is None else max(1, -(-live.queued_total // QUEUE_ROWS))
     context = _context(orchestrator, token, cluster, "queue")
     return page(
         request,
@@ -122,8 +137,10 @@ def queue(
             "live": live,
             "gantt": chart,
             "layout": layout,
-            "page": page_number,
-            "pages": pages,
+            "query": query,
+            "sort_links": sort_links(query),
+            "page_link": lambda n: link(query, n),
+            "clear_link": link(query, user="", partition="", qos=""),
         },
     )
 

@@ -323,3 +323,90 @@ def test_fallback_reasons_read_in_words():
         ("fallback", "0.4"),
         ("solve", "12.0"),
     ]
+
+
+def _queue_ids(html: str) -> list[str]:
+    return re.findall(r'<th scope="row" class="job"><a [^>]*>([^<]+)</a></th>', html)
+
+
+@pytest.fixture
+def squeue(make_client):
+    """Four queued jobs with users, partitions, QOS names and priorities (EASY, a busy
+    machine: none starts)."""
+    client = make_client()
+    busy = {**job("r1", units=8, limit=9000), "start": 0, "allocation": {"n1": 4, "n2": 4}}
+    spec = [  # id, user, partition, qos, priority, submit, limit
+        ("q9", "alice", "batch", "normal", 10, 100, 600),
+        ("q10", "bob", "batch,debug", "high", 50, 300, 7200),
+        ("q11", "carol", "debug", "", None, 200, 60),
+        ("q12", "bob", "batch", "normal", 30, 400, 3600),
+    ]
+    queued = [
+        {**job(i, submit=s, limit=lim), "user": u, "partition": p}
+        | ({"qos": q} if q else {})
+        | ({"priority": pr} if pr is not None else {})
+        for i, u, p, q, pr, s, lim in spec
+    ]
+    body = snapshot(time=5000, running=[busy], queued=queued)
+    body["partitions"] = [
+        {"name": "batch", "nodes": ["n1", "n2"]},
+        {"name": "debug", "nodes": ["n1"]},
+    ]
+    dispatch(client, body)
+    return client
+
+
+def test_the_queue_shows_the_qos_and_sorts_the_whole_queue(squeue):
+    get = lambda query: squeue.get(f"/ui/clusters/c1{query}", headers=AUTH)  # noqa: E731
+    plain = get("").text
+    assert _queue_ids(plain) == ["q9", "q11", "q10", "q12"]  # queue order: by submit
+    row = plain[plain.index(">q10<") :].split("</tr>")[0]
+    assert "<td>high</td>" in row and "<td>batch,debug</td>" in row
+    # Priority: the highest first; a job without one last, whichever way.
+    assert _queue_ids(get("?sort=priority").text) == ["q10", "q12", "q9", "q11"]
+    assert _queue_ids(get("?sort=priority&dir=asc").text) == ["q9", "q12", "q10", "q11"]
+    waited = get("?sort=wait").text  # the longest wait first
+    assert _queue_ids(waited) == ["q9", "q11", "q10", "q12"]
+    assert 'aria-sort="descending"' in waited and "by wait, largest first" in waited
+    assert _queue_ids(get("?sort=limit").text) == ["q11", "q9", "q12", "q10"]
+    assert _queue_ids(get("?sort=job&dir=desc").text) == ["q12", "q11", "q10", "q9"]  # 9 < 10
+    assert _queue_ids(get("?sort=qos").text) == ["q10", "q9", "q12", "q11"]  # none: last
+    # Each row keeps its place in the queue's order, whatever the page's order.
+    positions = re.findall(r'<tr>\s*<td class="num">(\d+)</td>', get("?sort=priority").text)
+    assert positions == ["3", "4", "1", "2"]
+
+
+def test_the_queue_filters_by_user_partition_and_qos_and_links_keep_them(squeue):
+    get = lambda query: squeue.get(f"/ui/clusters/c1{query}", headers=AUTH)  # noqa: E731
+    bob = get("?user=bob").text
+    assert _queue_ids(bob) == ["q10", "q12"]
+    assert "2 of the 4 queued jobs" in bob
+    assert 'href="?sort=wait&amp;user=bob"' in bob  # sorting keeps the filter
+    assert 'id="clear-filter"' in bob
+    assert _queue_ids(get("?partition=debug").text) == ["q11", "q10"]  # one of its two
+    assert _queue_ids(get("?qos=normal&sort=wait&dir=asc").text) == ["q12", "q9"]
+    assert _queue_ids(get("?user=bob&qos=high").text) == ["q10"]
+    nobody = get("?user=nobody")
+    assert nobody.status_code == 200
+    assert "None of the 4 queued jobs matches this filter" in nobody.text
+    # The form suggests the values this queue has.
+    assert '<option value="high">' in bob and '<option value="carol">' in bob
+
+
+def test_bad_queue_parameters_are_a_4xx_and_a_page_past_the_end_shows_the_last(squeue):
+    get = lambda query: squeue.get(f"/ui/clusters/c1{query}", headers=AUTH)  # noqa: E731
+    for bad in ("?sort=nonsense", "?dir=up", "?page=-1", "?page=x", f"?user={'u' * 300}"):
+        assert get(bad).status_code == 422, bad
+    last = get("?page=99")
+    assert last.status_code == 200 and _queue_ids(last.text) == ["q9", "q11", "q10", "q12"]
+
+
+def test_sorting_pages_over_the_whole_queue(make_client):
+    client = make_client()
+    queued = [job(f"q{i:04d}", submit=i, units=2) for i in range(1100)]
+    dispatch(client, snapshot(time=5000, queued=queued))
+    newest = client.get("/ui/clusters/c1?sort=wait&dir=asc", headers=AUTH).text
+    assert _queue_ids(newest)[:2] == ["q1099", "q1098"]  # the whole queue sorted, not a page
+    assert 'href="?sort=wait&amp;dir=asc&amp;page=2"' in newest
+    third = client.get("/ui/clusters/c1?sort=wait&dir=asc&page=3", headers=AUTH).text
+    assert _queue_ids(third)[-1] == "q0000" and "1001 to 1100 of 1100" in third
