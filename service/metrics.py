@@ -98,6 +98,13 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.utilisation = Gauge(
+            "cpsched_utilisation_ratio",
+            "Share of the nodes' capacity of each resource type the running jobs hold, in "
+            "the latest snapshot (a node a job takes whole counts as wholly used).",
+            ["cluster", "resource"],
+            registry=r,
+        )
         self.started = Counter(
             "cpsched_jobs_started_total",
             "Start directives returned (dry runs excluded).",

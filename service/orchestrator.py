@@ -32,6 +32,7 @@ from cpsched.service.clusters import ClusterRegistry
 from cpsched.service.ingest import store_finished
 from cpsched.service.lease import WriterConflict
 from cpsched.service.metrics import ServiceMetrics
+from cpsched.service.occupancy import longest_wait, utilisation
 from cpsched.service.settings import ServiceSettings
 from cpsched.service.store import history
 from cpsched.service.store.database import lock_wait
@@ -58,19 +59,6 @@ AUDITED_REJECTIONS = 100
 
 DEADLINE_GRACE = 0.02
 """Seconds a dispatcher may overrun its share before the fallback answers instead."""
-
-
-def longest_wait(snapshot: Snapshot) -> int:
-    """Seconds the longest-waiting queued job has waited, among those the workload
-    manager does not hold back (a dependency, a user hold: not cpsched's to start)."""
-    return max(
-        (
-            snapshot.time - job.submit
-            for job in snapshot.queued
-            if job.constraints is None or job.constraints.eligible
-        ),
-        default=0,
-    )
 
 
 class Orchestrator:
@@ -243,7 +231,7 @@ class Orchestrator:
                             for job_id, d in predicted.items()
                         ],
                     )
-                row = _audit_row(runtime.cluster_id, request, answer, digest)
+                row = _audit_row(runtime.cluster_id, request, answer, digest, snapshot)
                 if self.settings.audit_snapshots:
                     row.snapshot = request.model_dump(mode="json")
                 decision_id = history.record_decision(session, row)
@@ -394,6 +382,8 @@ class Orchestrator:
         m.queued.labels(cluster).set(len(snapshot.queued))
         m.running.labels(cluster).set(len(snapshot.running))
         m.longest_wait.labels(cluster).set(longest_wait(snapshot))
+        for resource, share in utilisation(snapshot).items():
+            m.utilisation.labels(cluster, resource).set(share)
         m.rejected_jobs.labels(cluster).inc(len(answer.rejected))
         m.split_waiting.labels(cluster).set(d.split_waiting)
         m.split_dropped.labels(cluster).inc(d.split_dropped)
@@ -434,7 +424,7 @@ def _repeated(decision: Decision) -> Decision:
 
 
 def _audit_row(
-    cluster_id: int, request: DispatchRequest, answer: DecisionOut, digest: str
+    cluster_id: int, request: DispatchRequest, answer: DecisionOut, digest: str, snapshot: Snapshot
 ) -> DecisionRow:
     return DecisionRow(
         cluster_id=cluster_id,
@@ -450,6 +440,9 @@ def _audit_row(
             **answer.diagnostics.model_dump(),
             "rejected": [r.model_dump() for r in answer.rejected[:AUDITED_REJECTIONS]],
             "rejected_count": len(answer.rejected),
+            # The load the dashboard draws over time (no column of its own: no migration).
+            "longest_wait_s": longest_wait(snapshot),
+            "utilisation": utilisation(snapshot),
         },
         wall_ms=answer.diagnostics.wall_ms,
     )

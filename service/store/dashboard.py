@@ -9,7 +9,7 @@ the database, not by loading every audit row's starts.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, load_only
@@ -23,6 +23,8 @@ SEEN_ROWS = 50_000
 
 _FALLBACK = DecisionRow.diagnostics["fallback"].as_boolean()
 _REASON = DecisionRow.diagnostics["fallback_reason"].as_string()
+_LONGEST_WAIT = DecisionRow.diagnostics["longest_wait_s"].as_integer()
+_UTILISATION = DecisionRow.diagnostics["utilisation"]
 
 
 def cluster_id_of(session: Session, name: str) -> int | None:
@@ -92,13 +94,18 @@ class DecisionPoint:
     """Queued jobs in its snapshot."""
     running: int = 0
     """Running jobs in its snapshot."""
+    longest_wait_s: int | None = None
+    """The longest current wait of a job cpsched may start (None: a row from before
+    rows kept it)."""
+    utilisation: dict[str, float] = field(default_factory=dict)
+    """Share of each resource type's capacity in use (empty: a row from before)."""
 
 
 def decision_series(
     session: Session, cluster: int, limit: int = SERIES_ROWS
 ) -> list[DecisionPoint]:
     """The newest ``limit`` answers of ``cluster`` (time, latency, fallback, queue and
-    running jobs), oldest first."""
+    running jobs, utilisation and longest wait), oldest first."""
     rows = session.execute(
         select(
             DecisionRow.snapshot_time,
@@ -107,14 +114,25 @@ def decision_series(
             _REASON,
             DecisionRow.queued,
             DecisionRow.running,
+            _LONGEST_WAIT,
+            _UTILISATION,
         )
         .where(DecisionRow.cluster_id == cluster)
         .order_by(DecisionRow.id.desc())
         .limit(limit)
     )
     points = [
-        DecisionPoint(int(t), float(ms), bool(fallback), reason, int(queued), int(running))
-        for t, ms, fallback, reason, queued, running in rows
+        DecisionPoint(
+            int(t),
+            float(ms),
+            bool(fallback),
+            reason,
+            int(queued),
+            int(running),
+            None if waited is None else int(waited),
+            used if isinstance(used, dict) else {},
+        )
+        for t, ms, fallback, reason, queued, running, waited, used in rows
     ]
     points.reverse()
     return points

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from markupsafe import Markup
@@ -68,6 +69,52 @@ def queue_chart(f: LatencyFigures) -> Markup:
             Series("running", "s-p50", [b.running for b in f.bins]),
         ],
         y_title="jobs",
+        height=220,
+    )
+
+
+_SHARE_CLASSES = ("s-p50", "s-p95", "s-max", "s-fallback")
+"""The colours of the utilisation chart's lines: one resource type each, at most four."""
+
+
+def utilisation_chart(f: LatencyFigures) -> Markup | None:
+    """Each resource type's share in use over time (None: no row recorded it)."""
+    names = list(dict.fromkeys(name for b in f.bins for name in b.utilisation))
+    if not names:
+        return None
+    return line_chart(
+        title="Utilisation",
+        desc="Mean share of each resource type's capacity the running jobs held, per bin: "
+        "a queue that grows while this stays low means jobs wait for something else than "
+        "room (a rule, a reservation, the plan)",
+        times=[_mid(b.start, b.end) for b in f.bins],
+        t0=f.start,
+        t1=f.end,
+        series=[
+            Series(name, cls, [100 * b.utilisation.get(name, math.nan) for b in f.bins])
+            for name, cls in zip(names, _SHARE_CLASSES, strict=False)
+        ],
+        y_title="capacity in use (%)",
+        y_max=100,
+        height=220,
+    )
+
+
+def longest_wait_chart(f: LatencyFigures) -> Markup | None:
+    """The longest current wait over time (None: no row recorded it)."""
+    if all(math.isnan(b.longest_wait) for b in f.bins):
+        return None
+    return line_chart(
+        title="Longest current wait",
+        desc="The longest a queued job cpsched may start had waited, per bin (the most of "
+        "the bin's snapshots): a line that keeps climbing is a job starving",
+        times=[_mid(b.start, b.end) for b in f.bins],
+        t0=f.start,
+        t1=f.end,
+        series=[Series("longest wait", "s-max", [b.longest_wait for b in f.bins])],
+        y_title="waited so far",
+        y_label=span,
+        y_durations=True,
         height=220,
     )
 

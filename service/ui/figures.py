@@ -40,6 +40,10 @@ class Bin:
     """The most queued jobs a snapshot of the bin had (NaN when the bin is empty)."""
     running: float = math.nan
     """The most running jobs a snapshot of the bin had."""
+    longest_wait: float = math.nan
+    """The longest current wait a snapshot of the bin had, s (NaN: none recorded)."""
+    utilisation: dict[str, float] = field(default_factory=dict)
+    """Mean share of each resource type in use over the bin's snapshots."""
 
 
 @dataclass
@@ -83,6 +87,11 @@ def latency_figures(
                 fallback_rate=(sum(p.fallback for p in group) / len(group) if group else math.nan),
                 queued=max((p.queued for p in group), default=math.nan),
                 running=max((p.running for p in group), default=math.nan),
+                longest_wait=max(
+                    (p.longest_wait_s for p in group if p.longest_wait_s is not None),
+                    default=math.nan,
+                ),
+                utilisation=_mean_shares(group),
             )
         )
     all_ms = [p.wall_ms for p in inside]
@@ -91,6 +100,15 @@ def latency_figures(
     out.reasons = dict(Counter(p.reason or "unnamed" for p in inside if p.fallback).most_common())
     out.p50, out.p95, out.peak = quantile(all_ms, 0.5), quantile(all_ms, 0.95), max(all_ms)
     return out
+
+
+def _mean_shares(group: Sequence[DecisionPoint]) -> dict[str, float]:
+    """Each resource type's mean share in use over the snapshots that recorded it."""
+    sums: dict[str, list[float]] = {}
+    for p in group:
+        for name, share in p.utilisation.items():
+            sums.setdefault(name, []).append(share)
+    return {name: sum(shares) / len(shares) for name, shares in sums.items()}
 
 
 @dataclass(frozen=True, slots=True)

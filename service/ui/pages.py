@@ -272,6 +272,8 @@ def latency(
             "latency_chart": charts.latency_chart(figures, deadline_ms) if points else None,
             "fallback_chart": charts.fallback_chart(figures) if points else None,
             "queue_chart": charts.queue_chart(figures) if points else None,
+            "utilisation_chart": charts.utilisation_chart(figures) if points else None,
+            "wait_chart": charts.longest_wait_chart(figures) if points else None,
             "shadow": shadow,
             "shadow_chart": charts.shadow_chart(shadow) if shadow and shadow.jobs else None,
             "verdict": verdict,

@@ -364,6 +364,23 @@ def test_metrics_show_the_longest_wait_of_a_job_cpsched_may_start(client):
     assert 'cpsched_longest_wait_seconds{cluster="c1"} 600.0' in text
 
 
+def test_metrics_and_the_audit_trail_show_the_utilisation(client):
+    nodes = [node("n1", cpu=4, mem=8000), node("n2", cpu=4, mem=8000)]
+    whole = {**job("r1", units=1, cpu=1, mem=1000), "start": 0, "exclusive": True}
+    shared = {**job("r2", units=2, cpu=1, mem=2000), "start": 0}
+    running = [whole | {"allocation": {"n1": 1}}, shared | {"allocation": {"n2": 2}}]
+    dispatch(
+        client, snapshot(time=1000, nodes=nodes, running=running, queued=[job("q", submit=400)])
+    )
+    text = client.get("/metrics").text
+    # n1 is taken whole (4 cpu, 8000 mem), n2 holds 2 cpu and 4000 mem: 6 of 8, 12000 of 16000.
+    assert 'cpsched_utilisation_ratio{cluster="c1",resource="cpu"} 0.75' in text
+    assert 'cpsched_utilisation_ratio{cluster="c1",resource="mem"} 0.75' in text
+    audit = client.get("/v1/clusters/c1/decisions", headers=AUTH).json()["entries"][0]
+    assert audit["diagnostics"]["utilisation"] == {"cpu": 0.75, "mem": 0.75}
+    assert audit["diagnostics"]["longest_wait_s"] == 600
+
+
 # SQLite says OperationalError for a missing table, as both databases do for a full
 # disk or a lock timeout: the stand-in for a database refusing writes.
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

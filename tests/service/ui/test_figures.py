@@ -46,6 +46,21 @@ def test_the_queue_over_time_is_each_bins_largest():
     assert math.isnan(empty.bins[1].queued)
 
 
+def test_utilisation_is_each_bins_mean_and_the_longest_wait_its_largest():
+    points = [
+        DecisionPoint(
+            600 * i, 1.0, False, None, longest_wait_s=100 * i, utilisation={"cpu": i / 10}
+        )
+        for i in range(6)
+    ]
+    points.append(DecisionPoint(3599, 1.0, False, None))  # a row from before: no figures
+    f = latency_figures(points, hours=1, bins=3)
+    assert [b.longest_wait for b in f.bins] == [100, 300, 500]
+    assert [b.utilisation["cpu"] for b in f.bins] == pytest.approx([0.05, 0.25, 0.45])
+    old = latency_figures([DecisionPoint(0, 1.0, False, None)], hours=1, bins=2)
+    assert math.isnan(old.bins[1].longest_wait) and old.bins[1].utilisation == {}
+
+
 def test_an_empty_bin_has_no_rate_rather_than_zero():
     f = latency_figures(
         [DecisionPoint(0, 1.0, False, None), DecisionPoint(3599, 2.0, True, "x")], 1, 4

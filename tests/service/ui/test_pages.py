@@ -189,6 +189,10 @@ def test_predictions_and_latency_pages_show_their_figures(fed):
     assert "No dry run has been answered" in latency
     assert re.search(r'id="queue-chart">\s*<svg', latency)
     assert ">Queue and running jobs</title>" in latency
+    assert re.search(r'id="utilisation-chart"><svg', latency) and ">Utilisation</title>" in latency
+    assert (
+        re.search(r'id="wait-chart"><svg', latency) and ">Longest current wait</title>" in latency
+    )
 
 
 def test_shadow_mode_is_compared_with_the_real_starts(make_client):
