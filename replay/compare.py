@@ -55,7 +55,8 @@ def compare_policies(
     charts = ""
     if base.plots:
         curves = {label: curve for label, (_, curve) in results.items()}
-        charts = charts_markdown(write_comparison_plots(base.out, summaries, curves))
+        paths = write_comparison_plots(base.out, summaries, curves, baseline=BASELINE)
+        charts = charts_markdown(paths)
     verdicts = [
         verdict(label, summaries[label], summaries[BASELINE], by_job)
         for label, by_job in against_today.items()

@@ -2,7 +2,10 @@
 
 * ``compare_wait_cdf.png``: the wait-time distributions (warm-up jobs left out);
 * ``compare_bsld_by_class.png``: mean bounded slowdown by job-length class, grouped bars;
-* ``compare_queue_length.png``: queue length over time (time-weighted mean per bin).
+* ``compare_queue_length.png``: queue length over time, smoothed (a moving average over
+  :data:`SMOOTH_BINS` of the curve's bins), and below it each policy's queue minus
+  today's, where a policy's gain or cost shows as a line above or below zero instead of
+  four spiky curves drawn over one another.
 
 A policy keeps its colour on every chart. The queue curve is binned in the replay's
 worker process (:func:`queue_curve`), so only a few thousand points cross back.
@@ -23,6 +26,8 @@ from cpsched.replay.plots import binned, new_figure, save_png, time_axis, wait_a
 from cpsched.replay.results import TimeSeries
 
 QUEUE_BINS = 1000
+SMOOTH_BINS = 25
+"""The queue chart's moving average, in bins of :data:`QUEUE_BINS`: 2.5 % of the run."""
 CLASS_LABELS = {"short": "short (< 1 h)", "medium": "medium (1–5 h)", "long": "long (> 5 h)"}
 CHARTS = {
     "compare_wait_cdf.png": "Wait time distribution of every policy",
@@ -45,6 +50,28 @@ def queue_curve(series: TimeSeries, bins: int = QUEUE_BINS) -> QueueCurve:
         return QueueCurve(np.empty(0), np.empty(0))
     centres, mean, _ = binned(series.time, series.queue_length, bins)
     return QueueCurve(np.asarray(centres, dtype=np.float64), np.asarray(mean, dtype=np.float64))
+
+
+def smoothed(values: np.ndarray, window: int = SMOOTH_BINS) -> np.ndarray:
+    """The centred moving average of ``values`` over ``window`` bins (fewer at the ends;
+    NaN left out of each mean)."""
+    if not values.size:
+        return values.astype(np.float64)
+    window = max(1, min(window, values.size - (1 - values.size % 2)))  # odd, at most the size
+    valid = ~np.isnan(values)
+    kernel = np.ones(window)
+    total = np.convolve(np.where(valid, values, 0.0), kernel, mode="same")
+    count = np.convolve(valid.astype(np.float64), kernel, mode="same")
+    return np.divide(total, count, out=np.full(values.shape, np.nan), where=count > 0)
+
+
+def against_baseline(curve: QueueCurve, baseline: QueueCurve) -> np.ndarray:
+    """``curve`` smoothed, minus ``baseline`` smoothed, at the baseline's bin centres
+    (NaN where ``curve``'s run had ended or not begun)."""
+    if not curve.time.size or not baseline.time.size:
+        return np.full(baseline.time.shape, np.nan)
+    at = np.interp(baseline.time, curve.time, smoothed(curve.mean), left=np.nan, right=np.nan)
+    return np.asarray(at - smoothed(baseline.mean), dtype=np.float64)
 
 
 def _waits(run_dir: Path) -> np.ndarray:
@@ -110,22 +137,41 @@ def _plot_bsld_by_class(
     return save_png(fig, out / "compare_bsld_by_class.png")
 
 
-def _plot_queues(out: Path, curves: Mapping[str, QueueCurve], colour: dict[str, Any]) -> Path:
-    fig, ax = new_figure()
+def _plot_queues(
+    out: Path, curves: Mapping[str, QueueCurve], colour: dict[str, Any], baseline: str
+) -> Path:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 7), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
     starts = [float(c.time[0]) for c in curves.values() if c.time.size]
     origin = min(starts, default=0.0)
     label_x = "time since first call (s)"
+    today = curves.get(baseline)
     for label, curve in curves.items():
-        if curve.time.size:
-            x, label_x = time_axis(curve.time, origin)
-            ax.plot(x, curve.mean, lw=0.9, drawstyle="steps-mid", color=colour[label], label=label)
-    ax.set(
-        title="Queue length over time (time-weighted mean per bin)",
-        xlabel=label_x,
+        if not curve.time.size:
+            continue
+        x, label_x = time_axis(curve.time, origin)
+        top.plot(x, smoothed(curve.mean), lw=1.2, color=colour[label], label=label)
+        if today is not None and label != baseline and today.time.size:
+            tx, _ = time_axis(today.time, origin)
+            bottom.plot(tx, against_baseline(curve, today), lw=1.2, color=colour[label],
+                        label=label)  # fmt: skip
+    share = SMOOTH_BINS / QUEUE_BINS
+    top.set(
+        title=f"Queue length over time (moving average over {share:.1%} of the run)",
         ylabel="queued jobs",
     )
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right")
+    top.grid(True, alpha=0.3)
+    top.legend(loc="upper right")
+    bottom.axhline(0, color=colour.get(baseline, "black"), lw=1.2, label=f"{baseline} (0)")
+    bottom.set(
+        title=f"Queue length minus {baseline}'s (below 0: a shorter queue than {baseline})",
+        xlabel=label_x,
+        ylabel=f"queued jobs − {baseline}",
+    )
+    bottom.grid(True, alpha=0.3)
+    bottom.legend(loc="upper right")
     return save_png(fig, out / "compare_queue_length.png")
 
 
@@ -133,14 +179,16 @@ def write_comparison_plots(
     out: Path,
     summaries: Mapping[str, Mapping[str, Any]],
     curves: Mapping[str, QueueCurve],
+    baseline: str = "today",
 ) -> list[Path]:
-    """The three charts of the runs in ``out/<label>/`` (labels in ``summaries``' order)."""
+    """The three charts of the runs in ``out/<label>/`` (labels in ``summaries``' order;
+    the queue's drawn against ``baseline``'s as well)."""
     labels = list(summaries)
     colour = _colours(labels)
     return [
         _plot_wait_cdfs(out, labels, colour),
         _plot_bsld_by_class(out, summaries, colour),
-        _plot_queues(out, {label: curves[label] for label in labels}, colour),
+        _plot_queues(out, {label: curves[label] for label in labels}, colour, baseline),
     ]
 
 

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from cpsched.replay.compare import compare_policies
-from cpsched.replay.compare_plots import CHARTS, queue_curve
+from cpsched.replay.compare_plots import (
+    CHARTS,
+    QueueCurve,
+    against_baseline,
+    queue_curve,
+    smoothed,
+)
 from cpsched.replay.results import TimeSeries
 from cpsched.replay.runner import ReplaySettings
 from cpsched.runtime.policy import Policy
@@ -69,3 +75,23 @@ def test_queue_curve_is_the_time_weighted_mean_per_bin():
         TimeSeries(np.empty(0), np.empty(0, dtype=np.int32), np.empty((0, 1)), ("cpu",), (1,))
     )
     assert empty.time.size == 0
+
+
+def test_the_queue_is_smoothed_by_a_centred_moving_average():
+    spiky = np.array([0.0, 0.0, 9.0, 0.0, 0.0, 3.0, np.nan, 3.0])
+    assert smoothed(spiky, window=3).tolist() == pytest.approx(
+        [0.0, 3.0, 3.0, 3.0, 1.0, 1.5, 3.0, 3.0]  # the ends and NaN: fewer values averaged
+    )
+    assert smoothed(np.array([5.0, 7.0]), window=25).tolist() == [5.0, 7.0]  # too short
+    assert smoothed(np.empty(0)).size == 0
+
+
+def test_a_policys_queue_is_drawn_against_todays_at_todays_bins():
+    today = QueueCurve(np.array([10.0, 20.0, 30.0, 40.0]), np.array([4.0, 4.0, 6.0, 6.0]))
+    shorter = QueueCurve(np.array([10.0, 20.0, 30.0]), np.array([1.0, 1.0, 1.0]))
+    diff = against_baseline(shorter, today)
+    assert diff[:3].tolist() == pytest.approx(
+        [1 - 4, 1 - 14 / 3, 1 - 16 / 3]  # today smoothed over 3 bins
+    )
+    assert np.isnan(diff[3])  # its run had ended
+    assert np.isnan(against_baseline(QueueCurve(np.empty(0), np.empty(0)), today)).all()
