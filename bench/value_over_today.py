@@ -46,7 +46,7 @@ CP_ROW = {
     "cp_patience": 1,
 }
 """The CP rows: the CP models with easy++'s predictions and correction, at the settings of
-docs/cp-dispatchers.md's whole-trace table (a 0.2 s deadline: wall-clock limited, so a
+docs/results/cp-dispatchers.md's whole-trace table (a 0.2 s deadline: wall-clock limited, so a
 replay differs a little from run to run)."""
 
 RUNS: dict[str, Callable[[], Policy]] = {

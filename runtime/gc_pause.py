@@ -9,7 +9,7 @@ A full (generation 2) collection scans every live object of the process. In a pr
 that holds a large machine's state (Curie's 5,544 nodes and thousands of running jobs,
 or the service's caches) one took 66-93 ms, at an allocation nobody can foresee: in
 the phases after the search, whose time the deadline keeps back, it made calls late
-(measured in docs/cp-dispatchers.md). A call allocates little that only the cyclic
+(measured in docs/results/cp-dispatchers.md). A call allocates little that only the cyclic
 collector can free (reference counting frees the rest), so it is safe to defer the
 collector until the call has answered; it then runs at its next threshold as usual.
 
