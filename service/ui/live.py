@@ -118,7 +118,7 @@ def live_view(
     free = free_after(snapshot, decision)
     facts = QueueFacts(snapshot.time, qos, durations, planned, frozenset(starting))
     rows = ordered(snapshot, query or QueueQuery(), facts)
-    page, first = page_of(rows, page, limit)
+    page, pages, first = page_of(rows, page, limit)
     return LiveView(
         time=snapshot.time,
         dispatcher=decision.diagnostics.dispatcher,
@@ -140,7 +140,7 @@ def live_view(
         first=first,
         matched=len(rows),
         page=page,
-        pages=max(1, -(-len(rows) // limit)),
+        pages=pages,
         choices=choices(snapshot, qos),
     )
 

@@ -114,12 +114,12 @@ def choices(snapshot: Snapshot, qos: Mapping[str, str]) -> dict[str, list[str]]:
     }
 
 
-def page_of(rows: Sequence[tuple[int, Job]], page: int, size: int) -> tuple[int, int]:
-    """The page to show (1 to the last; a page past the end shows the last) and its
-    first row's index in ``rows``."""
+def page_of(rows: Sequence[tuple[int, Job]], page: int, size: int) -> tuple[int, int, int]:
+    """The page to show (1 to the last; a page past the end shows the last), how many
+    pages there are, and the shown page's first row's index in ``rows``."""
     pages = max(1, -(-len(rows) // size))
     shown = min(max(page, 1), pages)
-    return shown, (shown - 1) * size
+    return shown, pages, (shown - 1) * size
 
 
 def link(query: QueueQuery, page: int = 1, **changes: object) -> str:
