@@ -104,6 +104,25 @@ def _config(path: Path, root: Path) -> Path:
     return path
 
 
+def replay_kth(service: LocalService, trace: Path, out: Path, jobs: int, policy: Policy) -> None:
+    """The first ``jobs`` of ``trace`` replayed into ``service`` over HTTP as cluster
+    ``kth``, which stays (the pages show what the replay left)."""
+    run_replay(
+        ReplaySettings(
+            trace=trace,
+            out=out,
+            jobs=jobs,
+            plots=False,
+            timings=False,
+            policy=policy,
+            service=service.url,
+            token=WRITER,
+            cluster="kth",
+            keep_cluster=True,
+        )
+    )
+
+
 @pytest.fixture(scope="module")
 def fed_service(tmp_path_factory: pytest.TempPathFactory, traces_dir: Path) -> Iterator[FedService]:
     """A real service: 300 KTH jobs replayed over HTTP into cluster ``kth``, then a
@@ -112,19 +131,8 @@ def fed_service(tmp_path_factory: pytest.TempPathFactory, traces_dir: Path) -> I
     service = LocalService(_config(root / "cpsched.toml", root), free_port(), root / "service.log")
     service.start()
     try:
-        run_replay(
-            ReplaySettings(
-                trace=traces_dir / KTH,
-                out=root / "replay",
-                jobs=REPLAY_JOBS,
-                plots=False,
-                timings=False,
-                policy=Policy(dispatcher="pcp3"),
-                service=service.url,
-                token=WRITER,
-                cluster="kth",
-                keep_cluster=True,  # the pages show what it left
-            )
+        replay_kth(
+            service, traces_dir / KTH, root / "replay", REPLAY_JOBS, Policy(dispatcher="pcp3")
         )
         headers = {"Authorization": f"Bearer {WRITER}"}
         with httpx.Client(base_url=service.url, headers=headers, timeout=60) as client:

@@ -7,6 +7,9 @@
 * ``live``: 8 nodes of 4 cores, 6 running jobs (two sharing a node, one spread over two
   nodes) and 12 queued jobs, the last held back by a dependency: what the queue and the
   Gantt chart must show.
+* ``big_queue``: what ``squeue`` shows on a busy site: 512 nodes of 16 cores, most of
+  them busy, and 5,000 queued jobs of 40 users in three partitions and three QOS names,
+  with Slurm's priorities; one in 50 held back by a dependency (the queue page at scale).
 * ``shadow``: three dry runs and the finished jobs of a small cluster in shadow mode, on
   EASY (deterministic): cpsched would have started s2 earlier than the workload manager
   did, s1 and s3 at about the same time (0 s and 50 s apart), and s4 later (the workload
@@ -15,6 +18,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 LIVE_RUNNING = ("k-r1", "k-r2", "k-r3", "k-r4", "k-r5", "k-r6")
@@ -69,6 +73,54 @@ def live(t: int) -> dict[str, Any]:
     # The last one waits for another job to end: Slurm holds it back.
     queued[-1] |= {"eligible": False, "reason": "Dependency"}
     return {"time": t, "nodes": _nodes("n", 8), "running": running, "queued": queued}
+
+
+BIG_QUEUED = 5000
+BIG_NODES = 512
+
+
+def big_queue(t: int, seed: int = 41) -> dict[str, Any]:
+    rng = random.Random(seed)
+    names = [f"c{i:03d}" for i in range(BIG_NODES)]
+    nodes = [{"name": n, "resources": {"cpu": 16, "mem": 64000}} for n in names]
+    partitions = [
+        {"name": "batch", "nodes": names},
+        {"name": "long", "nodes": names[:256]},
+        {"name": "debug", "nodes": names[-32:]},
+    ]
+    running = []
+    for i, name in enumerate(names[: BIG_NODES - 24]):  # 24 nodes idle
+        job = _job(f"r{i:04d}", t - 7200, 86400, 16, f"user{i % 40:02d}", cpu=1, mem=4000)
+        running.append(_running(job, t - rng.randrange(60, 40000), {name: 16}))
+    queued = []
+    for i in range(BIG_QUEUED):
+        partition = rng.choice(("batch", "batch", "batch", "long", "debug"))
+        units = rng.choice((1, 4, 16, 32, 64, 128, 256))
+        job = _job(
+            f"{900000 + i}",
+            t - 600 * 3600 + rng.randrange(600 * 3600 - 60),
+            rng.choice((900, 3600, 14400, 43200, 86400)),
+            units,
+            f"user{rng.randrange(40):02d}",
+            cpu=1,
+            mem=2000,
+        )
+        job |= {
+            "partition": partition,
+            "qos": rng.choice(("normal", "normal", "high", "low")),
+            "priority": rng.randrange(1000, 100000),
+        }
+        if i % 50 == 49:
+            job |= {"eligible": False, "reason": "Dependency"}
+        queued.append(job)
+    queued.sort(key=lambda j: j["submit"])
+    return {
+        "time": t,
+        "nodes": nodes,
+        "partitions": partitions,
+        "running": running,
+        "queued": queued,
+    }
 
 
 def shadow() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -8,7 +8,6 @@ docs/img/ come from ``CPSCHED_SCREENSHOTS=docs/img pytest tests/service/ui/test_
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,49 +17,14 @@ from selenium.webdriver.support import expected_conditions as loaded
 from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.service.ui import scenario
+from tests.service.ui.browsing import WAIT_S, console_problems, sign_in, texts, visit
 from tests.service.ui.conftest import READER, FedService
-
-MAX_SHOT_HEIGHT = 2000
-WAIT_S = 15
-
-
-def console_problems(driver: Any) -> list[str]:
-    """Console entries at warning level or above since the last call (the log drains)."""
-    return [
-        f"{e['level']}: {e['message']}"
-        for e in driver.get_log("browser")
-        if e["level"] in {"SEVERE", "WARNING"}
-    ]
-
-
-def visit(driver: Any, url: str, shots: Path, name: str) -> None:
-    """Load ``url``, check the console stayed clean, save a full-page screenshot."""
-    driver.get(url)
-    problems = console_problems(driver)
-    assert problems == [], f"{url}: {problems}"
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1440, min(max(900, int(height)), MAX_SHOT_HEIGHT))
-    driver.save_screenshot(str(shots / f"ui-{name}.png"))
-    driver.set_window_size(1440, 900)
-
-
-def texts(driver: Any, css: str) -> list[str]:
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
 
 
 @pytest.fixture(scope="module")
 def signed_in(browser: Any, fed_service: FedService) -> Any:
     """The browser, sent to the login form by the dashboard, signed in with a read-only token."""
-    browser.get(f"{fed_service.url}/ui/clusters/kth")
-    assert "/ui/login" in browser.current_url  # never open without a token
-    browser.find_element(By.ID, "token").send_keys(READER)
-    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    WebDriverWait(browser, WAIT_S).until(loaded.url_matches(r"/ui/clusters/kth$"))
-    assert console_problems(browser) == []
-    # The session cookie is out of the page's reach.
-    assert "cpsched_session" not in browser.execute_script("return document.cookie")
-    # The in-place refresh (on by default) would swap pages under the tests' feet.
-    browser.execute_script("window.localStorage.setItem('cpsched.autorefresh', '0')")
+    sign_in(browser, f"{fed_service.url}/ui/clusters/kth", READER)
     return browser
 
 
