@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cpsched.core import Job
 from cpsched.service.clusters import ClusterRegistry
 from cpsched.service.pending import pending
 from cpsched.service.store import history
@@ -11,6 +12,7 @@ from cpsched.wire.schemas import (
     AuditEntryOut,
     AuditPageOut,
     ExtensionOut,
+    JobIn,
     JobInfoOut,
     StartOut,
 )
@@ -66,9 +68,13 @@ def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut
             submit=done.submit_time,
             start=done.start_time,
             end=done.end_time,
+            time_limit=done.time_limit,
+            request={name: done.units * amount for name, amount in done.per_unit.items()},
+            partition=done.partition or None,
         )
     with runtime.lock:
         snapshot, decision = runtime.last_snapshot, runtime.last_decision
+        held = runtime.held
         rejected = runtime.last_rejected.get(job_id)
         state = runtime.dispatcher_state
         split_wait = state.split_waits.get(job_id) if state is not None else None
@@ -80,18 +86,16 @@ def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut
             if rj.job.id == job_id:
                 return JobInfoOut(
                     **base,
+                    **_described(rj.job, held.running.get(job_id) if held else None),
                     state="running",
-                    user=rj.job.user,
-                    submit=rj.job.submit,
                     start=rj.start,
                 )
         for position, job in enumerate(snapshot.queued):
             if job.id == job_id:
                 return JobInfoOut(
                     **base,
+                    **_described(job, held.queued.get(job_id) if held else None),
                     state="queued",
-                    user=job.user,
-                    submit=job.submit,
                     pending=pending(
                         snapshot,
                         decision,
@@ -101,3 +105,20 @@ def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut
                     ),
                 )
     return JobInfoOut(**base, state="unknown")
+
+
+def _described(job: Job, wire: JobIn | None) -> dict[str, Any]:
+    """What a job asks for and where, as the last snapshot gave it."""
+    return {
+        "user": job.user,
+        "submit": job.submit,
+        "time_limit": job.time_limit,
+        "request": {
+            name: amount
+            for name, amount in zip(job.resource_names, job.request, strict=False)
+            if amount
+        },
+        "partition": job.queue or None,
+        "qos": (wire.qos or None) if wire is not None else None,
+        "priority": job.priority,
+    }

@@ -471,6 +471,15 @@ class JobInfoOut(ResponseModel):
     end: int | None = None
     predicted_run_time: int | None = None
     predictor: str | None = None
+    time_limit: int | None = Field(None, description="Its time limit, seconds.")
+    request: dict[str, int] | None = Field(
+        None, description="What it asks for in all, per resource type (units × per unit)."
+    )
+    partition: str | None = None
+    qos: str | None = None
+    priority: int | None = Field(
+        None, description="The site's priority the bridge sent (Slurm's), if any."
+    )
     pending: PendingReason | None = None
     rejected_because: str | None = Field(
         None, description="Why the latest dispatch left this queued job out."

@@ -237,17 +237,21 @@ def test_dry_run_is_audited_but_not_applied(client, database_url):
 def test_job_info_explains_pending_and_finished(client):
     running = {**job("r1", units=8), "start": 500, "limit": 600, "allocation": {"n1": 4, "n2": 4}}
     running.pop("limit")
-    dispatch(client, snapshot(running=[running], queued=[job("q1", submit=900, units=2)]))
+    queued = {**job("q1", submit=900, units=2, cpu=2, gpu=1), "partition": "gpu", "qos": "high"}
+    dispatch(client, snapshot(running=[running], queued=[queued]))
     info = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
     assert info["state"] == "queued"
-    assert info["pending"]["waits_for"] == {"cpu": 2}
+    assert info["pending"]["waits_for"] == {"cpu": 4}  # the gpus are free on n2
     assert info["predictor"] == "last-two"
+    assert (info["request"], info["time_limit"]) == ({"cpu": 4, "gpu": 2}, 600)
+    assert (info["partition"], info["qos"], info["priority"]) == ("gpu", "high", None)
     assert client.get("/v1/clusters/c1/jobs/r1", headers=AUTH).json()["state"] == "running"
     client.post(
         "/v1/clusters/c1/jobs/finished", json={"jobs": [finished("r1", 500, 900)]}, headers=AUTH
     )
     done = client.get("/v1/clusters/c1/jobs/r1", headers=AUTH).json()
     assert (done["state"], done["start"], done["end"]) == ("finished", 500, 900)
+    assert (done["request"], done["time_limit"]) == ({"cpu": 1}, 600)
     assert client.get("/v1/clusters/c1/jobs/nobody", headers=AUTH).json()["state"] == "unknown"
 
 

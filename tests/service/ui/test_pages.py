@@ -266,6 +266,10 @@ def test_a_job_is_found_by_id_and_its_page_says_why_it_waits_as_the_api_does(fed
     assert why is not None
     for rule in api["pending"]["rules"]:
         assert rule in why.group(1)  # the same words as the API's
+    asks = ", ".join(f"{name} {amount}" for name, amount in api["request"].items())
+    assert f'<dd id="job-request">{asks} for at most' in html
+    if api["partition"]:
+        assert f'<dd id="job-partition">{api["partition"]}</dd>' in html
     queue = fed.get("/ui/clusters/c1", headers=AUTH).text
     assert f'href="/ui/clusters/c1/jobs/{job_id}"' in queue  # the queue links each job
 
