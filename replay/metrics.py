@@ -24,13 +24,10 @@ from pathlib import PurePath
 import numpy as np
 
 from cpsched.replay.results import JobRecords, ReplayResult
+from cpsched.runtime.length_class import LENGTH_CLASSES, LONG_ABOVE_S, SHORT_BELOW_S
 
 BOUND_S = 10
 """τ of the bounded slowdown."""
-LENGTH_CLASSES = ("short", "medium", "long")
-SHORT_BELOW_S = 3600
-LONG_ABOVE_S = 5 * 3600
-"""short: trace run < 1 h; medium: 1 h ≤ run ≤ 5 h; long: run > 5 h."""
 DIGITS = 6
 TIMING_PREFIX = "dispatch_ms_"
 REPLAY_WALL = "replay_wall_s"
@@ -53,7 +50,8 @@ class JobMetrics:
     slowdown: np.ndarray
     bounded_slowdown: np.ndarray
     length_class: np.ndarray
-    """int8 index into :data:`LENGTH_CLASSES`, by the trace's run time."""
+    """int8 index into :data:`~cpsched.runtime.length_class.LENGTH_CLASSES`, by the
+    trace's run time."""
 
 
 def job_metrics(jobs: JobRecords) -> JobMetrics:

@@ -7,6 +7,7 @@ import time
 
 from pydantic import TypeAdapter, ValidationError
 
+from cpsched.runtime.length_class import length_class
 from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.clusters import ClusterRegistry
 from cpsched.service.store import history
@@ -54,6 +55,9 @@ def store_finished(clusters: ClusterRegistry, cluster: str, batch: FinishedBatch
         # Committed: now (and only now) the predictor may learn from them.
         with runtime.lock:
             for job in done.new:
+                clusters.metrics.job_wait.labels(
+                    cluster, length_class(job.end - job.start)
+                ).observe(max(0, job.start - job.submit))
                 predicted = runtime.book.start_of(job.id)
                 if predicted is not None:
                     clusters.metrics.prediction_error.labels(

@@ -7,6 +7,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
 ERROR_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 172800)
+WAIT_BUCKETS = (0, 60, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 4 * 86400)
+"""Queue waits, s: up to four days (Prometheus adds +Inf)."""
 
 
 class ServiceMetrics:
@@ -169,6 +171,14 @@ class ServiceMetrics:
             "|real - predicted at start| of finished jobs.",
             ["cluster", "predictor"],
             buckets=ERROR_BUCKETS,
+            registry=r,
+        )
+        self.job_wait = Histogram(
+            "cpsched_job_wait_seconds",
+            "How long finished jobs waited in the queue (start - submit), by length class "
+            "(short: ran < 1 h, medium: 1-5 h, long: > 5 h): waits by class over time.",
+            ["cluster", "length"],
+            buckets=WAIT_BUCKETS,
             registry=r,
         )
         self.bad_requests = Counter(

@@ -139,6 +139,31 @@ def decision_series(
 
 
 @dataclass(frozen=True, slots=True)
+class FinishedWait:
+    start: int
+    wait: int
+    run: int
+
+
+def finished_waits(
+    session: Session, cluster: int, since: int, limit: int = SERIES_ROWS
+) -> list[FinishedWait]:
+    """The newest ``limit`` jobs of ``cluster`` that ended at or after ``since`` (cluster
+    time): when each started, how long it had waited and ran. Read by the (cluster, end
+    time) index."""
+    rows = session.execute(
+        select(FinishedJobRow.submit_time, FinishedJobRow.start_time, FinishedJobRow.end_time)
+        .where(FinishedJobRow.cluster_id == cluster, FinishedJobRow.end_time >= since)
+        .order_by(FinishedJobRow.end_time.desc(), FinishedJobRow.id.desc())
+        .limit(limit)
+    )
+    return [
+        FinishedWait(int(start), max(0, int(start) - int(submit)), max(0, int(end) - int(start)))
+        for submit, start, end in rows
+    ]
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """A start prediction and the run time it turned out to be."""
 

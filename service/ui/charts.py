@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
+from cpsched.runtime.length_class import LENGTH_CLASSES
 from cpsched.service.store.dashboard import Outcome
-from cpsched.service.ui.figures import ErrorBin, LatencyFigures, ShadowFigures
+from cpsched.service.ui.figures import ClassWaits, ErrorBin, LatencyFigures, ShadowFigures
 from cpsched.service.ui.fmt import span
 from cpsched.service.ui.plots import Series, line_chart, scatter_loglog, shares
 
@@ -113,6 +114,29 @@ def longest_wait_chart(f: LatencyFigures) -> Markup | None:
         t1=f.end,
         series=[Series("longest wait", "s-max", [b.longest_wait for b in f.bins])],
         y_title="waited so far",
+        y_label=span,
+        y_durations=True,
+        height=220,
+    )
+
+
+def class_wait_chart(bins: Sequence[ClassWaits], t0: int, t1: int) -> Markup | None:
+    """Mean wait by length class over time (None: no finished job started in the window)."""
+    if not any(b.jobs for b in bins):
+        return None
+    return line_chart(
+        title="Waits by job length",
+        desc="Mean wait of the finished jobs that started in each bin, by how long they ran "
+        "(short < 1 h, medium 1-5 h, long > 5 h): a class whose line climbs is the one the "
+        "policy makes wait",
+        times=[_mid(b.start, b.end) for b in bins],
+        t0=t0,
+        t1=t1,
+        series=[
+            Series(name, cls, [b.mean_wait[name] for b in bins])
+            for name, cls in zip(LENGTH_CLASSES, _SHARE_CLASSES, strict=False)
+        ],
+        y_title="mean wait",
         y_label=span,
         y_durations=True,
         height=220,

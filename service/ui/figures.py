@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cpsched.service.store.dashboard import DecisionPoint, Outcome, ShadowRecord
+from cpsched.runtime.length_class import LENGTH_CLASSES, length_class
+from cpsched.service.store.dashboard import DecisionPoint, FinishedWait, Outcome, ShadowRecord
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -100,6 +101,40 @@ def latency_figures(
     out.reasons = dict(Counter(p.reason or "unnamed" for p in inside if p.fallback).most_common())
     out.p50, out.p95, out.peak = quantile(all_ms, 0.5), quantile(all_ms, 0.95), max(all_ms)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ClassWaits:
+    start: int
+    end: int
+    mean_wait: dict[str, float]
+    """Each length class's mean wait over the jobs that started in the bin (NaN: none)."""
+    jobs: int
+
+
+def waits_by_class(
+    jobs: Sequence[FinishedWait], start: int, end: int, bins: int = 48
+) -> list[ClassWaits]:
+    """The mean wait of each length class (short, medium, long run time) by when the jobs
+    started, over ``start``-``end`` (the latency charts' window): finished jobs only."""
+    if end <= start:
+        return []
+    width = (end - start) / bins
+    sums = [{name: [0, 0] for name in LENGTH_CLASSES} for _ in range(bins)]
+    for job in jobs:
+        if start <= job.start < end:
+            acc = sums[min(bins - 1, int((job.start - start) / width))][length_class(job.run)]
+            acc[0] += job.wait
+            acc[1] += 1
+    return [
+        ClassWaits(
+            start=int(start + i * width),
+            end=int(start + (i + 1) * width),
+            mean_wait={name: total / n if n else math.nan for name, (total, n) in acc.items()},
+            jobs=sum(n for _, n in acc.values()),
+        )
+        for i, acc in enumerate(sums)
+    ]
 
 
 def _mean_shares(group: Sequence[DecisionPoint]) -> dict[str, float]:

@@ -33,6 +33,7 @@ from cpsched.service.ui.figures import (
     error_over_time,
     latency_figures,
     shadow_figures,
+    waits_by_class,
 )
 from cpsched.service.ui.live import live_view
 from cpsched.service.ui.queue_order import (
@@ -253,7 +254,9 @@ def latency(
     with orchestrator.sessions() as session:
         points = dashboard.decision_series(session, cluster_id)
         record = dashboard.shadow_record(session, cluster_id)
-    figures = latency_figures(points, hours)
+        figures = latency_figures(points, hours)
+        finished = dashboard.finished_waits(session, cluster_id, figures.start) if points else []
+    class_waits = waits_by_class(finished, figures.start, figures.end)
     deadline_ms = runtime.policy.deadline * 1000
     with runtime.lock:
         snapshot = runtime.last_snapshot
@@ -274,6 +277,7 @@ def latency(
             "queue_chart": charts.queue_chart(figures) if points else None,
             "utilisation_chart": charts.utilisation_chart(figures) if points else None,
             "wait_chart": charts.longest_wait_chart(figures) if points else None,
+            "class_wait_chart": charts.class_wait_chart(class_waits, figures.start, figures.end),
             "shadow": shadow,
             "shadow_chart": charts.shadow_chart(shadow) if shadow and shadow.jobs else None,
             "verdict": verdict,

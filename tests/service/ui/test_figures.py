@@ -6,13 +6,14 @@ import math
 
 import pytest
 
-from cpsched.service.store.dashboard import DecisionPoint, Outcome, ShadowRecord
+from cpsched.service.store.dashboard import DecisionPoint, FinishedWait, Outcome, ShadowRecord
 from cpsched.service.ui.figures import (
     accuracy,
     error_over_time,
     latency_figures,
     quantile,
     shadow_figures,
+    waits_by_class,
 )
 
 
@@ -110,3 +111,20 @@ def test_shadow_verdicts_with_a_tolerance():
     assert s.jobs[0].job_id == "slurm-first"  # by real start
     strict = shadow_figures(record, running_starts={}, tolerance_s=0)
     assert {j.job_id: j.verdict for j in strict.jobs}["same"] == "earlier"
+
+
+def test_waits_by_class_are_each_bins_mean_by_start_and_run_time():
+    jobs = [
+        FinishedWait(start=100, wait=60, run=600),  # short, first bin
+        FinishedWait(start=200, wait=120, run=3599),  # short
+        FinishedWait(start=300, wait=1000, run=3600),  # medium
+        FinishedWait(start=2000, wait=7200, run=5 * 3600 + 1),  # long, second bin
+        FinishedWait(start=-5, wait=99999, run=60),  # started before the window: out
+    ]
+    bins = waits_by_class(jobs, 0, 3600, bins=2)
+    assert [b.jobs for b in bins] == [3, 1]
+    assert bins[0].mean_wait["short"] == 90
+    assert bins[0].mean_wait["medium"] == 1000
+    assert math.isnan(bins[0].mean_wait["long"])
+    assert bins[1].mean_wait["long"] == 7200
+    assert waits_by_class(jobs, 10, 10) == []

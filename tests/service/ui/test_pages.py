@@ -418,3 +418,20 @@ def test_sorting_pages_over_the_whole_queue(make_client):
     assert 'href="?sort=wait&amp;dir=asc&amp;page=2"' in newest
     third = client.get("/ui/clusters/c1?sort=wait&dir=asc&page=3", headers=AUTH).text
     assert _queue_ids(third)[-1] == "q0000" and "1001 to 1100 of 1100" in third
+
+
+def test_the_latency_page_and_metrics_give_waits_by_job_length(make_client):
+    client = make_client()
+    dispatch(client, snapshot(time=1000, queued=[job("a", submit=900)]))
+    done = [
+        {**finished("a", 1000, 1600), "submit": 900},
+        {**finished("b", 1200, 1200 + 6 * 3600), "submit": 200},
+    ]
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": done}, headers=AUTH)
+    dispatch(client, snapshot(time=3000))
+    latency = client.get("/ui/clusters/c1/latency?hours=1", headers=AUTH).text
+    assert re.search(r'id="class-wait-chart"><svg', latency)
+    assert ">Waits by job length</title>" in latency
+    metrics = client.get("/metrics").text
+    assert 'cpsched_job_wait_seconds_sum{cluster="c1",length="short"} 100.0' in metrics
+    assert 'cpsched_job_wait_seconds_sum{cluster="c1",length="long"} 1000.0' in metrics
