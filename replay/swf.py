@@ -357,6 +357,8 @@ def _kept_job(
 
 
 def _within_partitions(job: Job, system: System) -> bool:
+    if job.constraints is None:
+        return True  # as can_ever_run says, without listing the nodes for every job
     return can_ever_run(
         job.constraints,
         job.units,
