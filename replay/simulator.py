@@ -27,6 +27,7 @@ import time
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from operator import sub
 from typing import Literal
 
 import numpy as np
@@ -123,7 +124,8 @@ class Simulator:
         self._scale = [(r, 1.0 / c) for r, c in enumerate(largest) if c > 0]
         self._running: dict[str, RunningJob] = {}
         self._fairshare = FairShare() if options.site_priority else None
-        self._queue: list[Job] = []
+        self._queue: dict[str, Job] = {}
+        """The waiting jobs by id, in submission order (a start takes one out in O(1))."""
         self.cluster = Cluster(dispatcher, predictor, overrun=overrun)
         self.book = self.cluster.book
         # (time, kind, trace index, version): a job's events are stale once its limit
@@ -182,7 +184,7 @@ class Simulator:
                         reported = now
             while submitted < len(trace) and trace[submitted].job.submit <= t:
                 job = trace[submitted].job
-                self._queue.append(job)
+                self._queue[job.id] = job
                 if self._fairshare is not None:
                     self._fairshare.seen(job)
                 self.book.queued(job, t)
@@ -201,7 +203,7 @@ class Simulator:
         return self._result()
 
     def _snapshot(self, t: int) -> Snapshot:
-        queued = tuple(self._queue)
+        queued = tuple(self._queue.values())
         if self._fairshare is not None:
             rank = self._fairshare.priority
             queued = tuple(replace(job, priority=rank(job, t)) for job in queued)
@@ -241,9 +243,7 @@ class Simulator:
         """Queue length and capacity in use from ``t`` until the next event."""
         self._times.append(t)
         self._queue_lengths.append(len(self._queue))
-        self._used.extend(
-            c - f for c, f in zip(self._capacity_total, self._free_total, strict=True)
-        )
+        self._used.extend(map(sub, self._capacity_total, self._free_total))
 
     def _count(self, decision: Decision) -> None:
         diagnostics = decision.diagnostics
@@ -255,11 +255,9 @@ class Simulator:
         self._statuses[status] = self._statuses.get(status, 0) + 1
 
     def _apply(self, decision: Decision, start: int) -> None:
-        started = {s.job_id for s in decision.starts}
-        by_id = {job.id: job for job in self._queue if job.id in started}
-        self._queue = [job for job in self._queue if job.id not in started]
+        queue = self._queue
         for s in decision.starts:
-            job = by_id[s.job_id]
+            job = queue.pop(s.job_id)
             index = self._index[job.id]
             self._efficiency[index] = self._allocation_efficiency(job, s.allocation)
             shift(self._rows, self._free_total, s.allocation, job, -1, self.system.nodes)
