@@ -41,7 +41,7 @@ from cpsched.core.allocation_context import (
     machine_shape,
     queue_weights,
 )
-from cpsched.core.capacity import FreeCapacity, units_fitting
+from cpsched.core.capacity import FreeCapacity, take_in_turn, units_fitting
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Allocation, Job, Node, Snapshot
 from cpsched.errors import ConfigError
@@ -49,17 +49,7 @@ from cpsched.errors import ConfigError
 
 def fill(order: Iterable[int], fits: Sequence[int], units: int) -> Allocation | None:
     """Walk ``order`` putting as many units on each node as fit (``fits`` by node)."""
-    needed = units
-    placed: list[tuple[int, int]] = []
-    for node in order:
-        fit = fits[node]
-        if fit:
-            take = fit if fit < needed else needed
-            placed.append((node, take))
-            needed -= take
-            if not needed:
-                return tuple(sorted(placed))
-    return None
+    return take_in_turn(units, ((node, fits[node]) for node in order if fits[node]))
 
 
 def bin_of(row: Sequence[int], capacity: Sequence[int], critical: Sequence[int]) -> int:

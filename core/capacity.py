@@ -11,7 +11,8 @@ from dataclasses import replace
 from itertools import compress, count
 from operator import is_not
 
-from cpsched.core.problem import Allocation, Amounts, Job, Node, RunningJob, Snapshot, Start, Wanted
+from cpsched.core.node_index import NodeIndex, take_in_turn, units_fitting
+from cpsched.core.problem import Allocation, Amounts, Job, Node, RunningJob, Snapshot, Start
 
 
 def covers(have: Sequence[int], want: Sequence[int]) -> bool:
@@ -20,16 +21,6 @@ def covers(have: Sequence[int], want: Sequence[int]) -> bool:
         if w > a:
             return False
     return True
-
-
-def units_fitting(free: Sequence[int], wanted: Wanted) -> int:
-    """How many units fit in ``free``, for a unit needing ``wanted`` (``Job.wanted``)."""
-    fit = 1 << 62
-    for r, amount in wanted:
-        n = free[r] // amount
-        if n < fit:
-            fit = n
-    return fit
 
 
 def shift(
@@ -51,6 +42,19 @@ def shift(
         _shift_whole(rows, total, allocation, sign, nodes)
         return
     wanted = job.wanted
+    if len(wanted) == 1:  # most jobs: one type (cores), changed without a loop per type
+        r, amount = wanted[0]
+        step = sign * amount
+        if len(total) == 1:  # and a machine of one type (every SWF header's)
+            for node, units in allocation:
+                rows[node] = (rows[node][0] + step * units,)
+        else:
+            for node, units in allocation:
+                row = list(rows[node])
+                row[r] += step * units
+                rows[node] = tuple(row)
+        total[r] += step * job.units
+        return
     for node, units in allocation:
         row = list(rows[node])
         for r, amount in wanted:
@@ -74,8 +78,31 @@ def _shift_whole(
             total[r] += b - a
 
 
+__all__ = [
+    "FreeCapacity",
+    "after_starts",
+    "covers",
+    "placeable_units",
+    "shift",
+    "take_in_turn",
+    "units_fitting",
+]
+
+NEVER = -(1 << 62)
+"""``FreeCapacity._looks`` once its nodes proved too varied for an index."""
+
+
 class FreeCapacity:
-    __slots__ = ("_rows", "capacity_total", "later", "nodes", "total")
+    """Free capacity per node (``rows``) and per type (``total``).
+
+    The allocators scan the rows; from the second placement in the same capacity on, they
+    walk a :class:`~cpsched.core.node_index.NodeIndex` instead (built then, kept up to date
+    by ``take`` and ``give``): a decision starting many jobs on a large machine then costs
+    the nodes it takes, not the machine's size per start, and one starting a single job
+    builds nothing.
+    """
+
+    __slots__ = ("_index", "_looks", "_rows", "capacity_total", "later", "nodes", "total")
 
     def __init__(
         self,
@@ -94,6 +121,8 @@ class FreeCapacity:
         self.later = later
         """Whether this is what will be free at a later time (a reservation's), not now:
         a placement in it starts nothing yet."""
+        self._index: NodeIndex | None = None
+        self._looks = 0
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> FreeCapacity:
@@ -113,11 +142,32 @@ class FreeCapacity:
         """Necessary condition for placing a job: each type's total free covers it."""
         return covers(self.total, request)
 
+    def index(self) -> NodeIndex | None:
+        """The nodes by free row, from the second call on (None before, and when the rows
+        are too varied for one)."""
+        if self._index is None and self._looks != NEVER:
+            self._looks += 1
+            if self._looks > 1:
+                self._index = NodeIndex.of(self._rows)
+                if self._index is None:
+                    self._looks = NEVER
+        return self._index
+
     def take(self, allocation: Allocation, job: Job) -> None:
-        shift(self._rows, self.total, allocation, job, -1, self.nodes)
+        self._shift(allocation, job, -1)
 
     def give(self, allocation: Allocation, job: Job) -> None:
-        shift(self._rows, self.total, allocation, job, 1, self.nodes)
+        self._shift(allocation, job, 1)
+
+    def _shift(self, allocation: Allocation, job: Job, sign: int) -> None:
+        index, rows = self._index, self._rows
+        if index is None:
+            shift(rows, self.total, allocation, job, sign, self.nodes)
+            return
+        nodes = [node for node, _ in allocation]
+        before = [rows[node] for node in nodes]
+        shift(rows, self.total, allocation, job, sign, self.nodes)
+        index.moved(nodes, before, [rows[node] for node in nodes])
 
     def copy(self) -> FreeCapacity:
         return FreeCapacity(

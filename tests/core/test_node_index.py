@@ -1,0 +1,86 @@
+"""The node index places exactly as the scans: same allocations, call after call."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cpsched.core import Job, make_allocator
+from cpsched.core.capacity import FreeCapacity
+from cpsched.core.node_index import NodeIndex
+
+TYPES = 2
+
+# A few distinct rows, as on a real machine (an over-filled node among them).
+row = st.sampled_from([(0, 0), (4, 3), (2, 1), (1, 3), (4, 0), (-1, 2)])
+unit = st.tuples(st.integers(0, 2), st.integers(0, 2)).filter(any)
+
+
+def capacity(rows: list[tuple[int, int]]) -> FreeCapacity:
+    total = [sum(r[t] for r in rows) for t in range(TYPES)]
+    return FreeCapacity(rows, total, (4 * len(rows), 3 * len(rows)))
+
+
+def unindexed(free: FreeCapacity) -> FreeCapacity:
+    """A copy that scans: its first placement never builds an index."""
+    return free.copy()
+
+
+def units_fitting(row, wanted):
+    return min(row[r] // amount for r, amount in wanted)
+
+
+def textbook(allocator, job, free):
+    """The allocators as plain scans of every node (as they were before the index)."""
+    if any(w > a for a, w in zip(free.total, job.request, strict=True)):
+        return None
+    rows, wanted, needed = free.rows(), job.wanted, job.units
+    if allocator == "first-fit":
+        order = [(n, f) for n, row in enumerate(rows) if (f := units_fitting(row, wanted))]
+    else:
+        weight = [1.0 / c if c else 0.0 for c in free.capacity_total]
+        r0, a0 = wanted[0]
+        ranked = []
+        for n, row in enumerate(rows):
+            f = units_fitting(row, wanted)
+            if row[r0] >= a0 and f:
+                ranked.append((sum(row[r] * weight[r] for r, _ in wanted), n, f))
+        order = [(n, f) for _, n, f in sorted(ranked)]
+    placed = []
+    for node, fit in order:
+        take = min(fit, needed)
+        placed.append((node, take))
+        needed -= take
+        if not needed:
+            return tuple(placed) if allocator == "first-fit" else tuple(sorted(placed))
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(row, min_size=48, max_size=96),
+    jobs=st.lists(st.tuples(st.integers(1, 9), unit), min_size=2, max_size=12),
+    allocator=st.sampled_from(["first-fit", "best-fit"]),
+)
+def test_indexed_placements_are_the_scans(rows, jobs, allocator):
+    place = make_allocator(allocator).place
+    indexed = capacity(rows)
+    indexed.index()  # the next call builds it
+    built = indexed.index() is not None
+    for k, (units, per_unit) in enumerate(jobs):
+        job = Job(f"j{k}", 0, 10, units, per_unit)
+        expected = textbook(allocator, job, indexed)
+        assert place(job, unindexed(indexed)) == expected
+        assert place(job, indexed) == expected
+        if expected is not None:
+            indexed.take(expected, job)
+    assert built or len(set(rows)) > len(rows) // 8
+    if built:  # the index followed every take
+        grouped: dict[tuple[int, ...], list[int]] = {}
+        for node, free_row in enumerate(indexed.rows()):
+            grouped.setdefault(free_row, []).append(node)
+        assert indexed.index().buckets == grouped
+
+
+def test_no_index_for_nodes_that_all_differ():
+    rows = [(n, 0) for n in range(64)]
+    assert NodeIndex.of(rows) is None
+    assert NodeIndex.of([(1, 0)] * 64) is not None
