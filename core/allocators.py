@@ -20,6 +20,9 @@ from cpsched.core.capacity import FreeCapacity, take_in_turn, units_fitting
 from cpsched.core.problem import Allocation, Job
 from cpsched.errors import ConfigError, UnknownPolicyError
 
+INDEX_FROM_ROOMY = 512
+"""Best-fit ranks up to this many nodes with room itself; more, and it walks the index."""
+
 
 class Allocator(Protocol):
     name: str
@@ -38,22 +41,19 @@ class FirstFit:
         if not free.fits_total(job.request):
             return None
         wanted = job.wanted
-        index = free.index()
+        # The nodes where a unit's first type fits are found in C, so the full nodes of a
+        # busy machine cost no Python step; the scan stops at the first nodes that hold
+        # the job (an idle machine's first ones).
+        r, amount = wanted[0]
+        rows = free.rows()
+        roomy = compress(count(), map(floordiv, map(itemgetter(r), rows), repeat(amount)))
         walk: Iterable[tuple[int, int]]
-        if index is not None:
-            walk = index.in_node_order(wanted)
-        elif len(wanted) == 1:
-            # Most jobs ask for one type (cores): the nodes where a unit fits are found in
-            # C, so the full nodes of a busy machine cost no Python step.
-            r, amount = wanted[0]
-            fits = map(floordiv, map(itemgetter(r), free.rows()), repeat(amount))
-            walk = filter(itemgetter(1), enumerate(fits))
+        if len(wanted) == 1:
+            walk = ((node, rows[node][r] // amount) for node in roomy)
         else:
-            walk = (
-                (node, fit)
-                for node, row in enumerate(free.rows())
-                if (fit := units_fitting(row, wanted))
-            )
+            # (A node whose first type has no room for a unit holds none, unless another
+            # type is below zero: an over-filled node, which a valid snapshot has not.)
+            walk = ((node, fit) for node in roomy if (fit := units_fitting(rows[node], wanted)))
         return take_in_turn(job.units, walk)
 
 
@@ -72,14 +72,17 @@ class BestFit:
             return None
         wanted = job.wanted
         weight = [1.0 / c if c else 0.0 for c in free.capacity_total]
-        index = free.index()
+        index = free.index(build=False)
         if index is not None:
             return take_in_turn(job.units, index.least_left_first(wanted, weight))
         rows = free.rows()
         r0, a0 = wanted[0]
         # The nodes with room for a unit's first type, found in C (full ones are skipped
-        # without a Python step: 2.35 million of them at 5,000 nodes).
-        roomy = compress(count(), map(ge, map(itemgetter(r0), rows), repeat(a0)))
+        # without a Python step: 2.35 million of them at 5,000 nodes). When many have
+        # room, the index is cheaper than ranking them, now and for the next jobs.
+        roomy = list(compress(count(), map(ge, map(itemgetter(r0), rows), repeat(a0))))
+        if len(roomy) > INDEX_FROM_ROOMY and (index := free.index()) is not None:
+            return take_in_turn(job.units, index.least_left_first(wanted, weight))
         candidates: list[tuple[float, int, int]]
         if len(wanted) == 1:
             w0 = weight[r0]

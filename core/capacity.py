@@ -88,21 +88,17 @@ __all__ = [
     "units_fitting",
 ]
 
-NEVER = -(1 << 62)
-"""``FreeCapacity._looks`` once its nodes proved too varied for an index."""
-
 
 class FreeCapacity:
     """Free capacity per node (``rows``) and per type (``total``).
 
-    The allocators scan the rows; from the second placement in the same capacity on, they
-    walk a :class:`~cpsched.core.node_index.NodeIndex` instead (built then, kept up to date
-    by ``take`` and ``give``): a decision starting many jobs on a large machine then costs
-    the nodes it takes, not the machine's size per start, and one starting a single job
-    builds nothing.
+    The allocators scan the rows. Best-fit, once many nodes have room, walks a
+    :class:`~cpsched.core.node_index.NodeIndex` instead (built then, kept up to date by
+    ``take`` and ``give``): a decision starting many jobs on a large machine then costs the
+    nodes it takes, not the machine's size per start.
     """
 
-    __slots__ = ("_index", "_looks", "_rows", "capacity_total", "later", "nodes", "total")
+    __slots__ = ("_index", "_rows", "_unindexed", "capacity_total", "later", "nodes", "total")
 
     def __init__(
         self,
@@ -122,7 +118,8 @@ class FreeCapacity:
         """Whether this is what will be free at a later time (a reservation's), not now:
         a placement in it starts nothing yet."""
         self._index: NodeIndex | None = None
-        self._looks = 0
+        self._unindexed = False
+        """Whether the rows proved too varied for an index."""
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> FreeCapacity:
@@ -142,15 +139,12 @@ class FreeCapacity:
         """Necessary condition for placing a job: each type's total free covers it."""
         return covers(self.total, request)
 
-    def index(self) -> NodeIndex | None:
-        """The nodes by free row, from the second call on (None before, and when the rows
-        are too varied for one)."""
-        if self._index is None and self._looks != NEVER:
-            self._looks += 1
-            if self._looks > 1:
-                self._index = NodeIndex.of(self._rows)
-                if self._index is None:
-                    self._looks = NEVER
+    def index(self, *, build: bool = True) -> NodeIndex | None:
+        """The nodes by free row, built on the first call that may ``build`` it; None
+        when not built, or when the rows are too varied for one."""
+        if self._index is None and build and not self._unindexed:
+            self._index = NodeIndex.of(self._rows)
+            self._unindexed = self._index is None
         return self._index
 
     def take(self, allocation: Allocation, job: Job) -> None:

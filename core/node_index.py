@@ -1,14 +1,15 @@
 """The nodes of a free capacity grouped by what they have free: placement without a scan.
 
-First-fit and best-fit walk the nodes that can hold a unit of the job, in node order or
-from the least free up, and stop once the job is placed. On a large machine most nodes
+Best-fit walks the nodes that can hold a unit of the job from the least free up, and
+stops once the job is placed. On a large machine most nodes
 are alike (idle, or full), so the nodes are kept in *buckets*, one per distinct free row,
 each in node order. A placement then looks at each bucket once (is a unit's fit there
 nonzero; how much would be left) and at the nodes it takes, not at every node: the
-allocators' walks become merges of a few sorted lists. ``take`` and ``give`` move the
+walk becomes a merge of a few sorted lists. (First-fit needs none: its scan stops at the
+first nodes that hold the job and skips full ones in C.) ``take`` and ``give`` move the
 nodes they change from one bucket to another (a bisection and a memmove each).
 
-The walks give the nodes in exactly the order the scans did, with the same fits, so the
+The walk gives the nodes in exactly the order the scan did, with the same fits, so the
 allocations are the same (tests/core/test_node_index.py compares them).
 """
 
@@ -17,10 +18,13 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator, Sequence
 from heapq import merge
-from itertools import groupby, repeat
+from itertools import compress, count, groupby, repeat
+from operator import eq
 
 from cpsched.core.problem import Allocation, Amounts, Wanted
 
+FEW_ROWS = 16
+"""Up to this many distinct rows, each bucket is gathered by a pass in C over the rows."""
 MOST_BUCKETS_PER_NODE = 8
 """No index when there are more than one bucket per this many nodes (nodes that all
 differ, e.g. by free memory): merging that many lists costs more than the scan."""
@@ -62,13 +66,17 @@ class NodeIndex:
     @classmethod
     def of(cls, rows: Sequence[Amounts]) -> NodeIndex | None:
         """The index of ``rows``; None when they are too varied for one to pay."""
+        distinct = dict.fromkeys(rows)  # hashing in C: most machines have a few rows
+        if len(distinct) > max(1, len(rows) // MOST_BUCKETS_PER_NODE):
+            return None
+        if len(distinct) <= FEW_ROWS:  # each bucket found in C, one pass per row
+            return cls(
+                {row: list(compress(count(), map(eq, rows, repeat(row)))) for row in distinct}
+            )
         buckets: dict[Amounts, list[int]] = {}
-        most = max(1, len(rows) // MOST_BUCKETS_PER_NODE)
         for node, row in enumerate(rows):
             nodes = buckets.get(row)
             if nodes is None:
-                if len(buckets) == most:
-                    return None
                 buckets[row] = [node]
             else:
                 nodes.append(node)
@@ -92,19 +100,6 @@ class NodeIndex:
                 buckets[new] = [node]
             else:
                 insort(joined, node)
-
-    def in_node_order(self, wanted: Wanted) -> Iterator[tuple[int, int]]:
-        """``(node, fit)`` for every node where a unit's fit is not 0, in node order
-        (first-fit's walk)."""
-        held = [
-            (nodes, fit)
-            for row, nodes in self.buckets.items()
-            if (fit := units_fitting(row, wanted))
-        ]
-        if len(held) == 1:
-            nodes, fit = held[0]
-            return zip(nodes, repeat(fit))
-        return merge(*(zip(nodes, repeat(fit)) for nodes, fit in held))
 
     def least_left_first(
         self, wanted: Wanted, weight: Sequence[float]
