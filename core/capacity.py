@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from itertools import compress, count
-from operator import is_not
+from operator import is_not, itemgetter
 
 from cpsched.core.node_index import NodeIndex, take_in_turn, units_fitting
 from cpsched.core.problem import Allocation, Amounts, Job, Node, RunningJob, Snapshot, Start
@@ -170,9 +170,15 @@ class FreeCapacity:
 
     def clamp_to(self, other: FreeCapacity) -> FreeCapacity:
         """Element-wise minimum with ``other``: what is free here *and* there."""
+        theirs = other._rows
+        if len(self.total) == 1:  # one type: the lesser row is the minimum, taken in C
+            rows = list(map(min, self._rows, theirs))
+            lost = sum(map(itemgetter(0), self._rows)) - sum(map(itemgetter(0), rows))
+            return FreeCapacity(
+                rows, [self.total[0] - lost], self.capacity_total, self.nodes, later=self.later
+            )
         rows = list(self._rows)
         total = list(self.total)
-        theirs = other._rows
         # Copies share the rows neither has changed: only the others are compared, and
         # finding them runs in C (a replay clamps hundreds of thousands of times).
         for node in self.changed_from(other):

@@ -96,10 +96,15 @@ def freed_units(job: Job, then: FreeCapacity, now: FreeCapacity) -> dict[int, in
     wanted = job.wanted
     freed: dict[int, int] = {}
     enough = job.units
+    there, here = then.rows(), now.rows()
+    single = len(wanted) == 1
+    r0, a0 = wanted[0]
     for node in then.changed_from(now):
-        there, here = then.row(node), now.row(node)
         # A unit may not straddle the two: it fits in the difference or not at all.
-        fit = min((there[r] - here[r]) // amount for r, amount in wanted)
+        if single:
+            fit = (there[node][r0] - here[node][r0]) // a0
+        else:
+            fit = min((there[node][r] - here[node][r]) // amount for r, amount in wanted)
         if fit > 0:
             freed[node] = fit
             enough -= fit

@@ -16,6 +16,8 @@ honours the rules where it places; this wrapper does the rest, the same for all:
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import repeat
+from operator import attrgetter, is_not
 
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
@@ -37,7 +39,13 @@ def eligible_snapshot(snapshot: Snapshot) -> Snapshot:
 
 
 def has_rules(snapshot: Snapshot) -> bool:
-    return not snapshot.site.empty or any(job.constraints is not None for job in snapshot.queued)
+    if not snapshot.site.empty:
+        return True
+    # Whether a queued job has constraints, asked in C (every call of a replay asks).
+    return any(map(is_not, map(_constraints, snapshot.queued), repeat(None)))
+
+
+_constraints = attrgetter("constraints")
 
 
 class SiteRulesDispatcher:
