@@ -265,12 +265,16 @@ def _without_outlasting_misfits(
 ) -> tuple[list[Job], FreeCapacity | None]:
     """The up-front filter again, for jobs that would outlast the reservation: they must
     fit in what is free now *and* spare then. The candidates left, and that capacity
-    (None when no candidate outlasts it)."""
+    (None when no candidate outlasts it, or none fits the spare totals: then the spare
+    capacity node by node, costly to build, is not needed)."""
     outlast = [job for job in candidates if durations[job.id] > window]
     if not outlast:
         return candidates, None
-    limited = free.clamp_to(reservation.spare())
-    fitting = within(outlast, limited.total)
+    limited: FreeCapacity | None = None
+    fitting = within(outlast, reservation.spare_total)
+    if fitting:
+        limited = free.clamp_to(reservation.spare())
+        fitting = within(fitting, limited.total)
     if len(fitting) < len(outlast):
         keep = {job.id for job in fitting}
         candidates = [job for job in candidates if durations[job.id] <= window or job.id in keep]
