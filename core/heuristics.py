@@ -219,28 +219,34 @@ class ListDispatcher:
             candidates, limited = _without_outlasting_misfits(
                 candidates, durations, free, reservation, reservation.time - now
             )
-        for looked_at, job in enumerate(candidates, start=head_at + 1):
+        k = 0
+        while k < len(candidates):
+            job = candidates[k]
+            k += 1
             if stop is not None and stop():
-                raise _Stopped(looked_at)
+                raise _Stopped(head_at + k)
             if not free.fits_total(job.request):
                 continue
             if reservation is None or now + durations[job.id] <= reservation.time:
                 allocation = place(job, free)
-                if allocation is not None:
-                    free.take(allocation, job)
-                    starts.append(Start(job.id, allocation))
-                    limited = None
-                continue
-            if not covers(reservation.spare_total, job.request):
-                continue
-            if limited is None:
-                limited = free.clamp_to(reservation.spare())
-            allocation = place(job, limited)
-            if allocation is not None:
-                free.take(allocation, job)
+                if allocation is None:
+                    continue
+                limited = None
+            else:
+                if not covers(reservation.spare_total, job.request):
+                    continue
+                if limited is None:
+                    limited = free.clamp_to(reservation.spare())
+                allocation = place(job, limited)
+                if allocation is None:
+                    continue
                 reservation.take(allocation, job)
                 limited.take(allocation, job)
-                starts.append(Start(job.id, allocation))
+            free.take(allocation, job)
+            starts.append(Start(job.id, allocation))
+            # What is free shrank: the jobs it no longer covers are out for this call
+            # (a long queue's rest, once the free cores are taken, costs no step each).
+            candidates[k:] = within(candidates[k:], free.total)
         return None if reservation is None else {head.id: reservation.time}
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from operator import attrgetter
 
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, units_fitting
@@ -314,8 +315,8 @@ class SteadyStarts:
         self, snapshot: Snapshot, durations: Durations, decision: Decision
     ) -> tuple[Decision, list[str]]:
         """``decision`` laid out and checked; the jobs whose starts were taken out."""
-        if not decision.starts:
-            return decision, []
+        if not decision.starts or "block" not in map(_layout, snapshot.queued):  # in C
+            return decision, []  # trace replays: no block jobs, nothing to lay out
         started = started_jobs(snapshot, decision.starts)
         if not any(job.layout == "block" for job in started.values()):
             return decision, []  # trace replays: no block jobs, nothing to lay out
@@ -368,6 +369,9 @@ class SteadyStarts:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)  # transparent, as LayingOutDispatcher
+
+
+_layout = attrgetter("layout")
 
 
 def _listed(job_ids: Sequence[str], most: int = 10) -> str:

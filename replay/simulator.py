@@ -127,6 +127,10 @@ class Simulator:
         self._fairshare = FairShare() if options.site_priority else None
         self._queue: dict[str, Job] = {}
         """The waiting jobs by id, in submission order (a start takes one out in O(1))."""
+        self._queued_seen: tuple[Job, ...] | None = None
+        self._running_seen: tuple[RunningJob, ...] | None = None
+        self._free_seen: tuple[tuple[tuple[int, ...], ...], tuple[int, ...]] | None = None
+        """The snapshot's queue, running jobs and free capacity, until they change."""
         self.cluster = Cluster(dispatcher, predictor, overrun=overrun)
         self.book = self.cluster.book
         # (time, kind, trace index, version): a job's events are stale once its limit
@@ -186,6 +190,7 @@ class Simulator:
             while submitted < len(trace) and trace[submitted].job.submit <= t:
                 job = trace[submitted].job
                 self._queue[job.id] = job
+                self._queued_seen = None
                 if self._fairshare is not None:
                     self._fairshare.seen(job)
                 self.book.queued(job, t)
@@ -204,7 +209,17 @@ class Simulator:
         return self._result()
 
     def _snapshot(self, t: int) -> Snapshot:
-        queued = tuple(self._queue.values())
+        # The tuples are made again only after what they show has changed: an event that
+        # only submits leaves the running jobs and the free capacity as they were.
+        queued = self._queued_seen
+        if queued is None:
+            queued = self._queued_seen = tuple(self._queue.values())
+        running = self._running_seen
+        if running is None:
+            running = self._running_seen = tuple(self._running.values())
+        free = self._free_seen
+        if free is None:
+            free = self._free_seen = (tuple(self._rows), tuple(self._free_total))
         if self._fairshare is not None:
             rank = self._fairshare.priority
             queued = tuple(replace(job, priority=rank(job, t)) for job in queued)
@@ -212,10 +227,10 @@ class Simulator:
             time=t,
             resource_names=self.system.resource_names,
             nodes=self.system.nodes,
-            running=tuple(self._running.values()),
+            running=running,
             queued=queued,
-            free=tuple(self._rows),
-            free_total=tuple(self._free_total),
+            free=free[0],
+            free_total=free[1],
             capacity_total=self._capacity_total,
             site=self.system.rules.site,
         )
@@ -257,6 +272,7 @@ class Simulator:
 
     def _apply(self, decision: Decision, start: int) -> None:
         queue = self._queue
+        self._queued_seen = self._running_seen = self._free_seen = None
         for s in decision.starts:
             job = queue.pop(s.job_id)
             index = self._index[job.id]
@@ -292,6 +308,7 @@ class Simulator:
                 running, time_limit=extension.new_limit, extensions=running.extensions + 1
             )
             self._running[extension.job_id] = running
+            self._running_seen = None
             self.book.extended(extension.job_id, extension.new_limit)
             index = self._index[extension.job_id]
             self._version[index] += 1
@@ -315,6 +332,7 @@ class Simulator:
     def _finish(self, index: int, end: int) -> None:
         tj = self.trace[index]
         rj = self._running.pop(tj.job.id)
+        self._running_seen = self._free_seen = None
         shift(self._rows, self._free_total, rj.allocation, tj.job, 1, self.system.nodes)
         self._end[index] = end
         killed = end < rj.start + tj.run_time

@@ -176,10 +176,11 @@ def test_a_heuristic_returns_what_it_has_when_its_deadline_comes(name):
 def test_easy_stopped_during_its_backfill_keeps_the_starts_made_so_far():
     from cpsched.core.state import DispatcherState
 
-    # 4 cores; r holds 3 until 100; the head needs 4: the backfill looks at a, b, c.
-    r = job("r", units=3, limit=100)
+    # 4 cores; r holds 2 until 100; the head needs 4: the backfill looks at a, b, c (after
+    # a, b and c still fit: a job that no longer fits is dropped, not looked at).
+    r = job("r", units=2, limit=100)
     queue = [job("h", units=4), job("a", limit=50), job("b", limit=50), job("c", limit=50)]
-    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 3)])], queue)
+    snap = snapshot(0, nodes(4), [running(r, 0, [(0, 2)])], queue)
     state = DispatcherState()
     dispatcher = make_dispatcher("easy", "first-fit", state=state)
     # Asked before h (1), before the reservation (2), before a (3), before b: it stops.
