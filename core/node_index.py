@@ -1,13 +1,13 @@
 """The nodes of a free capacity grouped by what they have free: placement without a scan.
 
 Best-fit walks the nodes that can hold a unit of the job from the least free up, and
-stops once the job is placed. On a large machine most nodes
-are alike (idle, or full), so the nodes are kept in *buckets*, one per distinct free row,
-each in node order. A placement then looks at each bucket once (is a unit's fit there
-nonzero; how much would be left) and at the nodes it takes, not at every node: the
-walk becomes a merge of a few sorted lists. (First-fit needs none: its scan stops at the
-first nodes that hold the job and skips full ones in C.) ``take`` and ``give`` move the
-nodes they change from one bucket to another (a bisection and a memmove each).
+stops once the job is placed. On a large machine most nodes are alike (idle, or full), so
+the nodes are kept in *buckets*, one per distinct free row, each in node order. A
+placement then looks at each bucket once (is a unit's fit there nonzero; how much would
+be left) and at the nodes it takes, not at every node: the walk becomes a merge of a few
+sorted lists. (First-fit needs none: its scan stops at the first nodes that hold the job
+and skips full ones in C.) ``take`` and ``give`` move the nodes they change from one
+bucket to another (a bisection and a memmove each).
 
 The walk gives the nodes in exactly the order the scan did, with the same fits, so the
 allocations are the same (tests/core/test_node_index.py compares them).
