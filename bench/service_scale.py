@@ -16,7 +16,7 @@ a heuristic stopped at the deadline.
 
     .venv/bin/python bench/service_scale.py [--calls 20] [--deadline 2]
         [--sizes 1000x1000,1000x10000,1000x50000,5000x1000,5000x10000,5000x50000]
-        [--dispatchers easy,hcp3] [--postgres] [--idle]
+        [--dispatchers easy,hcp3] [--postgres] [--idle] [--delta] [--types 8]
 """
 
 from __future__ import annotations
@@ -42,12 +42,15 @@ CORES, MEM = 64, 256_000
 NOW = 1_000_000
 
 
-def machine(nodes: int) -> list[dict[str, object]]:
+def machine(nodes: int, types: int | None = None) -> list[dict[str, object]]:
+    """``types`` None: cpu, mem and 4 GPUs on every eighth node; else cpu, mem and
+    ``types - 2`` more types (4 of each on every node)."""
+    if types is None:
+        extra = lambda i: {"gpu": 4} if i % 8 == 0 else {}  # noqa: E731
+    else:
+        extra = lambda i: {f"t{k}": 4 for k in range(2, types)}  # noqa: E731
     return [
-        {
-            "name": f"n{i:05d}",
-            "resources": {"cpu": CORES, "mem": MEM, **({"gpu": 4} if i % 8 == 0 else {})},
-        }
+        {"name": f"n{i:05d}", "resources": {"cpu": CORES, "mem": MEM, **extra(i)}}
         for i in range(nodes)
     ]
 
@@ -90,19 +93,35 @@ def queued_job(k: int, rng: random.Random) -> dict[str, object]:
     }  # fmt: skip
 
 
-def startable_job(k: int, rng: random.Random) -> dict[str, object]:
-    return {**queued_job(k, rng), "units": rng.choice([1, 2, 4, 8, 16, 32, 64])}
+def startable_job(k: int, rng: random.Random, types: int | None = None) -> dict[str, object]:
+    """A job that fits one node; with ``types``, one in eight also asks for one unit of
+    an extra type per unit."""
+    job = {**queued_job(k, rng), "units": rng.choice([1, 2, 4, 8, 16, 32, 64])}
+    if types is not None and types > 2 and rng.randrange(8) == 0:
+        job["units"] = rng.choice([1, 2, 4])
+        job["per_unit"] = {**job["per_unit"], f"t{rng.randrange(2, types)}": 1}  # type: ignore[dict-item]
+    return job
 
 
 def snapshots(
-    nodes: int, queued: int, calls: int, seed: int = 1, *, idle: bool = False
+    nodes: int,
+    queued: int,
+    calls: int,
+    seed: int = 1,
+    *,
+    idle: bool = False,
+    types: int | None = None,
 ) -> list[bytes]:
     """The warm-up snapshot and ``calls`` more, each 10 s later with 1% of its queue new
     (``idle``: on an empty machine, every job startable; as each call is posted without
-    applying the one before, each finds the machine empty again)."""
+    applying the one before, each finds the machine empty again; ``types``: see
+    :func:`machine`)."""
     rng = random.Random(seed)
-    base = {"nodes": machine(nodes), "running": [] if idle else running_jobs(nodes, rng)}
-    new_job = startable_job if idle else queued_job
+    base = {"nodes": machine(nodes, types), "running": [] if idle else running_jobs(nodes, rng)}
+
+    def new_job(k: int, rng: random.Random) -> dict[str, object]:
+        return startable_job(k, rng, types) if idle else queued_job(k, rng)
+
     queue = [new_job(k, rng) for k in range(queued)]
     bodies = []
     fresh = queued
@@ -162,7 +181,7 @@ class HealthProbe:
 def run(
     nodes: int, queued: int, dispatcher: str, args: argparse.Namespace, url: str | None
 ) -> dict[str, float]:
-    bodies = snapshots(nodes, queued, args.calls, idle=args.idle)
+    bodies = snapshots(nodes, queued, args.calls, idle=args.idle, types=args.types)
     if args.delta:
         bodies = as_deltas(bodies)
     work = Path(tempfile.mkdtemp(prefix="cpsched-scale-"))
@@ -224,10 +243,14 @@ def main() -> None:
         "--delta", action="store_true", help="After the warm-up, post deltas (/dispatch/delta)."
     )
     parser.add_argument("--idle", action="store_true", help="An empty machine: all startable.")
+    parser.add_argument(
+        "--types", type=int, help="Resource types per node (>= 2): cpu, mem and more."
+    )
     args = parser.parse_args()
     print(
         f"deadline {args.deadline} s, {args.calls} calls per row after a warm-up; "
         f"{'PostgreSQL' if args.postgres else 'SQLite'}; late = over deadline + 150 ms"
+        f"{f'; {args.types} resource types' if args.types else ''}"
         f"{'; deltas after the warm-up (body MB: the whole snapshot)' if args.delta else ''}"
     )
     header = ("nodes", "queued", "body MB", "dispatcher", "p50 s", "p99 s", "max s", "late")

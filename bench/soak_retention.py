@@ -7,8 +7,10 @@ posts its finished jobs. History is kept ``--keep-days`` days of the cluster's c
 (every kind), pruned every ``--interval`` seconds. Every ``--window`` seconds it prints:
 the cluster's clock (days since the start), the rows stored per kind, the database's
 size (the metric, and the SQLite file with its WAL), the service's RSS and the dispatch
-round trip p50/p99. Flat rows, size and RSS once the retention window has passed, and a
-stable p99, are what the soak shows.
+round trip p50/p99, and the workload's size (jobs running and queued). The workload keeps
+one size: the queue is topped up to ``--queue`` jobs each call and the machine stays
+full, so once the retention window has passed, flat rows, size and RSS, and a stable p99,
+are what the soak shows.
 
     .venv/bin/python bench/soak_retention.py [--minutes 60] [--keep-days 1]
 """
@@ -137,6 +139,7 @@ def main() -> None:
     parser.add_argument("--keep-days", type=float, default=1.0)
     parser.add_argument("--interval", type=float, default=60.0)
     parser.add_argument("--window", type=float, default=300.0)
+    parser.add_argument("--queue", type=int, default=300, help="queued jobs kept waiting")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cpsched-soak-"))
     database = work / "cpsched.db"
@@ -146,14 +149,14 @@ def main() -> None:
     service.start()
     assert service.process is not None
     cluster = Cluster(args.nodes)
-    cluster.arrive(300)
+    cluster.arrive(args.queue)
     print(
         f"soak: {args.nodes} nodes, a call every {args.gap:g} s advancing the cluster "
         f"{args.step} s, history kept {args.keep_days:g} days, pruned every {args.interval:g} s"
     )
     print(
         "minute  cluster day  decisions  predictions  finished  db (metric) MB  file+wal MB"
-        "  RSS MB  p50 ms  p99 ms"
+        "  RSS MB  p50 ms  p99 ms  running  queued"
     )
     latencies: list[float] = []
     began = window_began = time.monotonic()
@@ -170,7 +173,8 @@ def main() -> None:
                     http.post(
                         "/v1/clusters/soak/jobs/finished", json={"jobs": done[chunk : chunk + 1000]}
                     ).raise_for_status()
-                cluster.arrive(max(0, 300 - len(cluster.queued)) // 4 + cluster.rng.randrange(4))
+                missing = max(0, args.queue - len(cluster.queued))
+                cluster.arrive(missing // 4 + cluster.rng.randrange(4))
                 if time.monotonic() - window_began >= args.window:
                     window_began = time.monotonic()
                     metrics = http.get("/metrics").text
@@ -183,7 +187,8 @@ def main() -> None:
                         f"{stored['predictions']:11d}  {stored['finished_jobs']:8d}  "
                         f"{(in_use or 0) / 2**20:14.1f}  {on_disk / 2**20:11.1f}  "
                         f"{rss_mb(service.process.pid):6.0f}  "
-                        f"{percentile(latencies, 0.5):6.1f}  {percentile(latencies, 0.99):6.1f}",
+                        f"{percentile(latencies, 0.5):6.1f}  {percentile(latencies, 0.99):6.1f}  "
+                        f"{len(cluster.running):7d}  {len(cluster.queued):6d}",
                         flush=True,
                     )
                     latencies = []
