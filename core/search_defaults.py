@@ -23,7 +23,7 @@ PATIENCE = 1
 WORK_PER_SECOND = 0.15
 """CP-SAT deterministic time an ordinary core does in a second on the dispatch models:
 about 6-7 s of wall time per unit on HCP3's KTH models on a 2-core machine
-(docs/cp-dispatchers.md). A search limited by work gets ``deadline × WORK_PER_SECOND``
+(docs/results/cp-dispatchers.md). A search limited by work gets ``deadline × WORK_PER_SECOND``
 for all its runs of one call, so that a call stays within the deadline on such a core."""
 
 FIRST_RESTART_WORK = 0.005

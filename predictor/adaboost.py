@@ -22,9 +22,9 @@ Features: see :mod:`cpsched.predictor._features` (:data:`FEATURES`). Every train
 is built as of its job's submit time, from the jobs that had ended by then, so that rows look
 like what ``predict`` sees.
 
-The defaults (features, tree shape, window, recency weights) were chosen by measuring
-the prediction error on the full real traces; the measurements, and the alternatives
-tried and left, are in docs/predictors.md.
+The defaults (features, tree shape, window, recency weights) give the lowest prediction
+error measured on the full real traces; the measurements, with the other settings
+measured, are in docs/results/predictors.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ For each job (warm-up jobs left out): does it start earlier than under the basel
 the same time, or later, and later by more than an hour or a day; the p99 and the longest
 wait; the mean wait by job size (total CPUs) and by length class (the trace's run time),
 beside the baseline's. Both runs are read from their ``jobs.parquet``
-(:mod:`cpsched.replay.outputs`), so runs made in different sittings compare as well.
+(:mod:`cpsched.replay.outputs`), so runs made at different times compare as well.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ token and is checked against the same list.
 request without a valid token, or with a token that has no rights to the cluster named
 in its path (or only read rights, for a POST), is answered 401/403 before one byte of
 its body is received. (FastAPI reads and parses a whole body, up to ``max_body_bytes``,
-on the event loop before any dependency runs: an unauthenticated 60 MB POST stalled
+on the event loop before any dependency runs: an unauthenticated 60 MB POST would stall
 every other request for seconds.) The :data:`~cpsched.service.deps.Authorised` and
 :data:`~cpsched.service.deps.Reader` dependencies read the middleware's verdict, and
 check the headers themselves when a route is mounted without it.

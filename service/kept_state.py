@@ -1,12 +1,12 @@
 """What a cluster's dispatches promised and must keep across a service restart.
 
-Two things a restart used to forget: the wait bound's start guarantees (every one then
-given again from scratch, later, and counted as broken) and the writer lease (so that
-after a restart whichever bridge posted first, a standby too, took the cluster over).
-Both are small and change seldom: they are stored in the cluster's ``cluster_state`` row
-with a dispatch's audit row, in the same transaction, only when they changed (the writer's
-time only once a quarter of the lease has passed), and read back when the cluster's
-runtime is built.
+Two things a restart must not forget: the wait bound's start guarantees (otherwise every
+one is given again from scratch, later, and counted as broken) and the writer lease
+(otherwise whichever bridge posts first after a restart, a standby too, takes the
+cluster over). Both are small and change seldom: they are stored in the cluster's
+``cluster_state`` row with a dispatch's audit row, in the same transaction, only when
+they changed (the writer's time only once a quarter of the lease has passed), and read
+back when the cluster's runtime is built.
 """
 
 from __future__ import annotations

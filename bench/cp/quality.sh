@@ -1,5 +1,5 @@
 #!/bin/sh
-# Quality table of docs/cp-dispatchers.md: EASY, HCP3, PCP3 and PCP'20 on a trace, same
+# Quality table of docs/results/cp-dispatchers.md: EASY, HCP3, PCP3 and PCP'20 on a trace, same
 # predictor (last-two) and allocator (best-fit) for all, CP deadline 0.2 s.
 #   sh bench/cp/quality.sh TRACE JOBS OUT [--system systems/curie.toml]
 # JOBS: the first N jobs, or "all" for the whole trace. Runs one replay after the other

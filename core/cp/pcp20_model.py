@@ -6,21 +6,16 @@ position ``p[i,k,r]`` per requested type and occupies ``[s_i, s_i + d_i) × [p, 
 ``AddNoOverlap2D`` per type keeps rectangles apart, running jobs included as fixed
 rectangles packed from the bottom of their nodes.
 
-"On one node" is not the paper's ``node_of[p]`` element lookup (it did not scale in
-CP-SAT, docs/cp-dispatchers.md): each unit has a node index ``node[i,k]`` over its host
-nodes, and each type's position is bounded by ``AddElement`` tables of the nodes'
-lowest and highest positions. The alternative, one literal ``b[i,k,n] ⇔ node = n`` per
-host node with enforced linear bounds, was measured on 10 Eurora-like 64-node queues
-(bench/hcp3_latency.py, 2 s, 1 worker) and dropped: ~9x the variables (2,222 against
-252 at 20 jobs), presolve plus probing ~1.4 s against 0.16 s, and all 10 calls fell
-back, against none with element tables.
+"On one node" is not the paper's ``node_of[p]`` element lookup, which CP-SAT expands
+into one literal per node: each unit has a node index ``node[i,k]`` over its host nodes,
+and each type's position is bounded by ``AddElement`` tables of the nodes' lowest and
+highest positions. One literal ``b[i,k,n] ⇔ node = n`` per host node with linear bounds
+would be about nine times the variables and a presolve too slow for the deadline.
 
-Redundant constraints, measured the same way: ordering the identical units of a job
-(ascending positions on its first type, hence non-decreasing nodes) proved optimality
-in 3 of 10 calls at 20 jobs against 2 without (kept, ``order_units``); the time
-cumulative per type (demand ``ureq·u_i``, capacity ``C_r``) changed nothing at 20 or
-50 jobs, the same statuses and objectives (CP-SAT's no-overlap-2D reasons on that
-energy), so it was dropped; the position cumulative was not tried.
+The identical units of a job are ordered (ascending positions on its first type, hence
+non-decreasing nodes, ``order_units``): it breaks their symmetry, so the search proves
+optimality more often. There is no time cumulative per type: CP-SAT's no-overlap-2D
+already reasons on that energy. The measurements: docs/results/cp-dispatchers.md.
 
 Positions count the snapshot's resource units divided by the type's gcd over node
 capacities and unit requests (exact; e.g. memory in MB with GB-multiple requests
@@ -181,7 +176,7 @@ def build_position_model(
         host_ids = tuple(n for n, _ in job_hosts)
         node_domain = cp_model.Domain.from_values(host_ids)
         # A job's units, and jobs of one unit request on the same hosts, share their
-        # position bounds: computed once, not per unit (it was a third of a PCP'20 call).
+        # position bounds: computed once, not per unit (per unit, a third of a PCP'20 call).
         bounds: list[_Bounds | None] = []
         for k, a in enumerate(ureq):
             key = (host_ids, k, a)
@@ -238,7 +233,7 @@ def merged(rects: Iterable[Rect]) -> list[Rect]:
     axis and end together joined into one (all start at 0). Positions run on across node
     boundaries, so whole nodes held until the same time, as a many-node job holds them,
     become one rectangle instead of one per node: the no-overlap constraint then grows
-    with the running jobs, not with the nodes they hold (measured in docs/cp-dispatchers.md)."""
+    with the running jobs, not with the nodes they hold (docs/results/cp-dispatchers.md)."""
     out: list[Rect] = []
     for rect in sorted(rects, key=lambda r: r[2]):
         if out and out[-1][1] == rect[1] and out[-1][3] == rect[2]:

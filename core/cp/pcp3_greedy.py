@@ -140,8 +140,8 @@ class _Machine:
 
     The machine's pooled usage is kept beside it: a start at which the pool lacks the
     job's whole demand cannot work on the nodes either, and the pool says how far to
-    skip. Without it, ``earliest`` tried every node at every end time and took half of
-    a PCP'20 call on HPC2N."""
+    skip. Without it, ``earliest`` would try every node at every end time: half of a
+    PCP'20 call on HPC2N."""
 
     def __init__(
         self, caps: Sequence[Sequence[int]], loads: Mapping[tuple[int, int], list[int]]

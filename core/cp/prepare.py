@@ -50,7 +50,7 @@ class ModelConfig:
       million s against EASY's 0.46. Off (None) by default because it costs mean
       slowdown: HCP3 on whole KTH, mean bounded slowdown 119.5 off, 150.2 at 6 h, 161.4
       at 24 h (EASY 204.9); maximum wait 1.27, 0.57 and 0.59 million s; long jobs' mean
-      wait +49%, +17%, +51% against EASY (docs/cp-dispatchers.md).
+      wait +49%, +17%, +51% against EASY (docs/results/cp-dispatchers.md).
     """
 
     window: int = 100

@@ -79,8 +79,8 @@ class SearchConfig:
       ``cp_model_probing_level``, ``symmetry_level``,
       ``presolve_probing_deterministic_time_limit``); None keeps CP-SAT's default. CP-SAT
       checks its time limit only between presolve steps, so a full presolve of a big
-      model overran 0.2 s deadlines; the lighter defaults here bound that work (measured
-      in docs/cp-dispatchers.md).
+      model overruns 0.2 s deadlines; the lighter defaults here bound that work (measured
+      in docs/results/cp-dispatchers.md).
     * ``clock`` — what the deadline is read from; injectable so tests can drive it. The
       only clock the dispatch core reads.
     """
@@ -110,13 +110,13 @@ class SearchConfig:
     presolve_probing_dtime: float | None = 0.01
     reuse: bool = False
     """Reuse between calls: offer the previous call's plan order as one more greedy hint
-    (``greedy.previous_order``); off by default (measured in docs/cp-dispatchers.md)."""
+    (``greedy.previous_order``); off by default (measured in docs/results/cp-dispatchers.md)."""
     search_size_cap: int | None = None
     """PCP3: a model of more ``x[i,n]`` than this is neither built nor searched; the call
     answers with its best greedy node plan (a solution of the model; status
     ``skipped``). None (the default): always search. On CTC (338 one-core nodes) at a
     0.2 s deadline no call above 20,000 ``x[i,n]`` beat its hint, and those calls took
-    half of the CPU (docs/cp-dispatchers.md). HCP3 and PCP'20 ignore it."""
+    half of the CPU (docs/results/cp-dispatchers.md). HCP3 and PCP'20 ignore it."""
     clock: Clock = field(default=time.perf_counter, compare=False)
 
     def __post_init__(self) -> None:
