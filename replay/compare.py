@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from cpsched.replay.compare_plots import (
     QueueCurve,
@@ -13,7 +13,7 @@ from cpsched.replay.compare_plots import (
     queue_curve,
     write_comparison_plots,
 )
-from cpsched.replay.compare_table import comparison_rows, to_markdown, write_csv
+from cpsched.replay.compare_table import comparison_rows, human_duration, to_markdown, write_csv
 from cpsched.replay.job_by_job import Waits, job_by_job
 from cpsched.replay.job_by_job import to_markdown as job_by_job_markdown
 from cpsched.replay.outputs import atomic_target, output_directory, write_json
@@ -27,12 +27,25 @@ DEFAULT_RUNS = ("today", "easy++", "default", "oracle")
 what cpsched recommends, and the bound a perfect predictor would give it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A comparison's results: ``comparison.md``'s text, and its parts for a terminal."""
+
+    markdown: str
+    verdicts: list[str]
+    """One sentence per run against today (:func:`cpsched.replay.verdict.verdict`)."""
+    rows: list[dict[str, object]]
+    """Each run's values and ratios to today (:func:`comparison_rows`)."""
+    descriptions: dict[str, str]
+    """What each run is, in words (:func:`describe`)."""
+
+
 def compare_policies(
     base: ReplaySettings, policies: Mapping[str, Policy], *, workers: int = 2
-) -> str:
+) -> Comparison:
     """Replay ``base.trace`` with each policy into ``base.out/<label>``; write
     ``comparison.md``, ``comparison.csv`` and ``job_by_job.json`` (each run against
-    ``today`` job by job: :mod:`cpsched.replay.job_by_job`) there and return the Markdown.
+    ``today`` job by job: :mod:`cpsched.replay.job_by_job`) there and return them.
 
     ``today`` (EASY on the users' requested times: what Slurm and PBS essentially do) is
     always among the runs, and every ratio in the table is to it.
@@ -61,6 +74,7 @@ def compare_policies(
         verdict(label, summaries[label], summaries[BASELINE], by_job)
         for label, by_job in against_today.items()
     ]
+    descriptions = {label: describe(policy) for label, policy in runs.items()}
     markdown = (
         "".join(f"* {line}\n" for line in verdicts)
         + ("\n" if verdicts else "")
@@ -71,7 +85,7 @@ def compare_policies(
         + "\n"
         + job_by_job_markdown(against_today, BASELINE)
         + "\n"
-        + "\n".join(f"* {label}: {describe(policy)}" for label, policy in runs.items())
+        + "\n".join(f"* {label}: {words}" for label, words in descriptions.items())
         + "\n"
         + charts
     )
@@ -80,7 +94,7 @@ def compare_policies(
         tmp.write_text(markdown)
     write_csv(rows, base.out / "comparison.csv")
     write_json(against_today, base.out / "job_by_job.json")
-    return markdown
+    return Comparison(markdown, verdicts, rows, descriptions)
 
 
 def replay_with_queue(settings: ReplaySettings) -> tuple[dict[str, object], QueueCurve]:
@@ -99,8 +113,45 @@ def with_baseline(runs: Mapping[str, Policy]) -> dict[str, Policy]:
     return with_today
 
 
+DISPATCHER_NAMES = {
+    "fcfs": "FCFS",
+    "sjf": "shortest job first",
+    "ljf": "longest job first",
+    "easy": "EASY backfilling",
+    "hcp3": "HCP3 (constraint programming)",
+    "pcp3": "PCP3 (constraint programming)",
+    "pcp20": "PCP'20 (constraint programming)",
+}
+PREDICTOR_NAMES = {
+    "wall-time": "the users' requested times",
+    "last-two": "the users' last two run times",
+    "profile": "job profiles",
+    "adaboost": "AdaBoost",
+    "oracle": "the trace's real run times",
+}
+SAID = {"dispatcher", "predictor", "backfill_order", "backfill_depth", "wait_bound"}
+"""Settings :func:`describe` puts in words; the others it lists as ``name=value``."""
+
+
 def describe(policy: Policy) -> str:
-    """The settings that make ``policy`` differ from the default one."""
+    """What ``policy`` is, in words: its dispatcher, what it plans with, how it
+    backfills and bounds waits, then any other setting that differs from the default's
+    (``default``: "HCP3 (constraint programming) on the users' last two run times")."""
+    dispatcher = DISPATCHER_NAMES.get(policy.dispatcher, policy.dispatcher)
+    if policy.dispatcher == "easy" and policy.backfill_depth > 1:
+        dispatcher = f"conservative backfilling ({policy.backfill_depth} reservations)"
+    words = f"{dispatcher} on {PREDICTOR_NAMES.get(policy.predictor, policy.predictor)}"
+    if policy.dispatcher == "easy" and policy.backfill_order == "shortest":
+        words += ", the shortest predicted job backfilled first"
+    if policy.wait_bound:
+        depth = f", {policy.wait_bound_depth} at a time" if policy.wait_bound_depth else ""
+        words += (
+            f", a start guarantee once a job has waited {human_duration(policy.wait_bound)}{depth}"
+        )
     default = Policy()
-    changed = {k: v for k, v in policy.model_dump().items() if getattr(default, k) != v}
-    return ", ".join(f"{k}={v}" for k, v in changed.items()) or "the default policy"
+    others = {
+        k: v
+        for k, v in policy.model_dump().items()
+        if k not in SAID and k != "wait_bound_depth" and getattr(default, k) != v
+    }
+    return words + "".join(f"; {k}={v}" for k, v in others.items())

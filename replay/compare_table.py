@@ -3,6 +3,8 @@
 Keys are dotted paths into a summary (``"utilisation.cpu"``,
 ``"by_length_class.long.mean_wait_s"``). Each row holds, per key, the run's value and its
 ratio to the baseline run's value (``None`` where either is missing or the baseline is 0).
+The CSV keeps the keys and raw numbers; the tables people read name each key in words
+(:data:`COLUMNS`) and give durations in human units.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from cpsched.replay.outputs import atomic_target
 
@@ -27,6 +31,72 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "replay_wall_s",
 )
 RATIO_SUFFIX = "_ratio"
+
+Unit = Literal["number", "duration", "count", "share", "ms"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """How a summary key reads in a table: its name in words and its unit."""
+
+    label: str
+    unit: Unit
+
+
+COLUMNS: dict[str, Column] = {
+    "mean_bounded_slowdown": Column("mean bsld", "number"),
+    "mean_wait_s": Column("mean wait", "duration"),
+    "p95_wait_s": Column("p95 wait", "duration"),
+    "max_wait_s": Column("max wait", "duration"),
+    "by_length_class.long.mean_wait_s": Column("long-job wait", "duration"),
+    "killed_jobs": Column("killed", "count"),
+    "fallbacks": Column("fallbacks", "count"),
+    "utilisation.cpu": Column("cpu used", "share"),
+    "dispatch_ms_p99": Column("decision p99", "ms"),
+    "replay_wall_s": Column("replay", "duration"),
+}
+"""The default keys (and others a caller may name) as a table shows them; a key not
+here is shown as it is, its value as a number."""
+
+
+def label(key: str) -> str:
+    """``key``'s column heading."""
+    column = COLUMNS.get(key)
+    return column.label if column is not None else key
+
+
+def human_duration(seconds: float | None) -> str:
+    """``seconds`` as a person reads it: 38 s, 12 min, 4 h 12 min, 2 d 21 h."""
+    if seconds is None:
+        return "n/a"
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        hours, minutes = divmod(s // 60, 60)
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(s // 3600, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def human(key: str, value: object) -> str:
+    """``value`` of ``key`` in its unit: durations in words, shares in per cent."""
+    column = COLUMNS.get(key)
+    if value is None:
+        return "n/a"
+    if column is None or not isinstance(value, int | float):
+        return _fmt(value)
+    if column.unit == "duration":
+        return human_duration(value)
+    if column.unit == "share":
+        return f"{value:.0%}"
+    if column.unit == "ms":
+        return f"{value:.3g} ms" if value < 100 else f"{value:,.0f} ms"
+    if column.unit == "count":
+        return f"{value:,.0f}"
+    return _fmt(value)
 
 
 def lookup(summary: Mapping[str, object], key: str) -> float | int | None:
@@ -89,21 +159,26 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def cell(row: Mapping[str, object], key: str) -> tuple[str, str]:
+    """``row``'s value of ``key`` in its unit, and its ratio to the baseline (``×0.58``;
+    empty when there is none)."""
+    ratio = row.get(key + RATIO_SUFFIX)
+    return human(key, row.get(key)), f"×{ratio:.2f}" if isinstance(ratio, float) else ""
+
+
 def to_markdown(rows: Sequence[Mapping[str, object]]) -> str:
-    """A Markdown table, one row per run; each cell is ``value (×ratio)``."""
+    """A Markdown table, one row per run, each key named in words; each cell is
+    ``value (×ratio)``, durations in human units."""
     keys = _keys_of(rows)
     lines = [
-        "| run | " + " | ".join(keys) + " |",
+        "| run | " + " | ".join(label(key) for key in keys) + " |",
         "|---|" + "---:|" * len(keys),
     ]
     for row in rows:
         cells = []
         for key in keys:
-            cell = _fmt(row.get(key))
-            ratio = row.get(key + RATIO_SUFFIX)
-            if isinstance(ratio, float):
-                cell += f" (×{ratio:.2f})"
-            cells.append(cell)
+            value, ratio = cell(row, key)
+            cells.append(f"{value} ({ratio})" if ratio else value)
         lines.append(f"| {row['run']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

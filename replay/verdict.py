@@ -5,23 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cpsched.replay.compare_table import lookup
-
-
-def human_duration(seconds: float | None) -> str:
-    """``seconds`` as a person reads it: 38 s, 12 min, 4 h 12 min, 2 d 21 h."""
-    if seconds is None:
-        return "n/a"
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    if s < 86400:
-        hours, minutes = divmod(s // 60, 60)
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    days, hours = divmod(s // 3600, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
+from cpsched.replay.compare_table import human, human_duration, lookup
 
 
 def _change(value: float | int | None, base: float | int | None) -> str:
@@ -61,5 +45,22 @@ def verdict(
         f"{human_duration(base_wait)}); {_share(by_job.get('earlier'))} of jobs start earlier "
         f"than today, {_share(by_job.get('later'))} later ({_share(by_job.get('later_1d'))} "
         f"by more than a day); the longest wait {human_duration(longest)} against "
-        f"{human_duration(base_longest)} ({ratio} today's)."
+        f"{human_duration(base_longest)} ({ratio} today's)" + _costs(summary, today) + "."
+    )
+
+
+def _costs(summary: Mapping[str, object], today: Mapping[str, object]) -> str:
+    """What the run's decisions and replay took against today's, where both were timed
+    (a replay with ``--no-timings`` keeps them out of its summary)."""
+    decision, base_decision = (
+        lookup(summary, "dispatch_ms_p99"),
+        lookup(today, "dispatch_ms_p99"),
+    )
+    replay, base_replay = lookup(summary, "replay_wall_s"), lookup(today, "replay_wall_s")
+    if decision is None or base_decision is None or replay is None or base_replay is None:
+        return ""
+    return (
+        f"; a decision takes {human('dispatch_ms_p99', decision)} at p99 (today "
+        f"{human('dispatch_ms_p99', base_decision)}), the replay {human_duration(replay)} "
+        f"(today {human_duration(base_replay)})"
     )

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cpsched import __version__, logs
 from cpsched.cli import bench, serve, sweep
+from cpsched.cli.compare_view import print_comparison
 from cpsched.cli.generate import generate
 from cpsched.cli.policy_options import policy_options
 from cpsched.errors import CpschedError
@@ -31,6 +32,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 console = Console(stderr=True)
+stdout = Console()
 
 TraceArg = Annotated[
     Path, typer.Argument(help="SWF trace (.swf or .swf.gz).", exists=True, dir_okay=False)
@@ -234,8 +236,8 @@ def compare(
         strict=strict,
     )
     with console.status(f"replaying {trace.name} with {', '.join(runs)}"):
-        markdown = compare_policies(base, runs, workers=workers)
-    typer.echo(markdown)
+        comparison = compare_policies(base, runs, workers=workers)
+    print_comparison(comparison, BASELINE, stdout)
     _report_bad_lines(trace, json.loads((out / BASELINE / "summary.json").read_text()))
     charts = f" (with its charts, {out}/compare_*.png)" if plots else ""
     console.print(

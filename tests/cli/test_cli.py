@@ -112,7 +112,14 @@ def test_compare_shows_today_easy_plus_plus_default_and_the_oracle_by_default(
     # A verdict sentence per run first, then the tables.
     first = table.splitlines()[0]
     assert first.startswith("* easy++: mean bounded slowdown") and "start earlier" in first
-    assert done.stdout.startswith("* easy++: mean bounded slowdown")
+    # The terminal: the verdicts, then a table in words that fits 100 columns, then
+    # what each run is.
+    assert done.stdout.startswith("• easy++: mean bounded slowdown")
+    assert max(len(line) for line in done.stdout.splitlines()) <= 100
+    for heading in ("mean bsld", "max wait", "long-job wait", "decision p99"):
+        assert heading in done.stdout
+    assert "default: HCP3 (constraint programming) on the users' last two run times" in done.stdout
+    assert "mean_bounded_slowdown" not in done.stdout
     # Job by job against today: every other run, its shares adding up to all jobs.
     assert "Job by job against today" in table
     by_job = json.loads((out / "job_by_job.json").read_text())

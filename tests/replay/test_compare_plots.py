@@ -26,7 +26,7 @@ def compared(tmp_path_factory, traces_dir):
     out = tmp_path_factory.mktemp("compare")
     base = ReplaySettings(trace=traces_dir / "KTH-SP2-1996-2.1-cln.swf.gz", out=out, jobs=600)
     policies = {"fcfs": Policy(dispatcher="fcfs"), "easy++": Policy.named("easy++")}
-    return out, compare_policies(base, policies, workers=2)
+    return out, compare_policies(base, policies, workers=2).markdown
 
 
 def test_the_charts_are_written_and_linked(compared):
@@ -55,7 +55,7 @@ def test_every_policy_is_on_every_chart_in_its_own_colour(compared):
 
 def test_no_charts_without_plots(tmp_path, small_trace):
     base = ReplaySettings(trace=small_trace, out=tmp_path, plots=False)
-    markdown = compare_policies(base, {"fcfs": Policy(dispatcher="fcfs")}, workers=1)
+    markdown = compare_policies(base, {"fcfs": Policy(dispatcher="fcfs")}, workers=1).markdown
     assert "## Charts" not in markdown
     assert not list(tmp_path.glob("*.png"))
 

@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cpsched.replay.compare_table import comparison_rows, lookup, to_markdown, write_csv
+from cpsched.replay.compare_table import (
+    comparison_rows,
+    human,
+    lookup,
+    to_markdown,
+    write_csv,
+)
 from cpsched.replay.metrics import job_metrics, summarise, warmup_count
 from cpsched.replay.results import DispatchStats, JobRecords, ReplayResult, TimeSeries
 
@@ -337,11 +343,28 @@ def test_markdown_and_csv(tmp_path):
     rows = comparison_rows(_summaries(), baseline="easy", keys=("mean_wait_s", "killed_jobs"))
     md = to_markdown(rows)
     lines = md.splitlines()
-    assert lines[0] == "| run | mean_wait_s | killed_jobs |"
-    assert lines[3] == "| hcp3 | 1030 (×0.50) | 0 |"
+    assert lines[0] == "| run | mean wait | killed |"  # in words, not the summary's keys
+    assert lines[3] == "| hcp3 | 17 min (×0.50) | 0 |"  # 1,030 s, in human units
     path = tmp_path / "cmp" / "table.csv"
     write_csv(rows, path)
     text = path.read_text().splitlines()
     assert text[0] == "run,mean_wait_s,mean_wait_s_ratio,killed_jobs,killed_jobs_ratio"
     assert text[2] == "hcp3,1030.0,0.5,0,"
     assert sorted(p.name for p in path.parent.iterdir()) == ["table.csv"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "text"),
+    [
+        ("mean_bounded_slowdown", 72.51, "72.51"),
+        ("max_wait_s", 541094, "6 d 6 h"),
+        ("utilisation.cpu", 0.65, "65%"),
+        ("dispatch_ms_p99", 0.254, "0.254 ms"),
+        ("dispatch_ms_p99", 142.4, "142 ms"),
+        ("killed_jobs", 1200, "1,200"),
+        ("not.a.column", 3.5, "3.50"),
+        ("max_wait_s", None, "n/a"),
+    ],
+)
+def test_cells_read_in_their_units(key, value, text):
+    assert human(key, value) == text

@@ -38,3 +38,11 @@ def test_the_verdict_names_gain_and_cost_against_today():
 def test_a_missing_figure_reads_n_a_not_a_crash():
     text = verdict("x", {"mean_wait_s": 10}, {"mean_wait_s": 0}, {})
     assert "mean bounded slowdown n/a (n/a)" in text and "mean wait n/a" in text
+
+
+def test_the_verdict_says_what_decisions_and_the_replay_cost_when_timed():
+    today = {"mean_bounded_slowdown": 125, "dispatch_ms_p99": 0.254, "replay_wall_s": 0.84}
+    default = {"mean_bounded_slowdown": 72.5, "dispatch_ms_p99": 142.4, "replay_wall_s": 60.0}
+    assert verdict("default", default, today, {}).endswith(
+        "; a decision takes 142 ms at p99 (today 0.254 ms), the replay 1 min (today 1 s)."
+    )
