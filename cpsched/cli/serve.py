@@ -57,6 +57,7 @@ def serve(
     """Run the scheduling service (FastAPI) until interrupted."""
     import uvicorn
 
+    from cpsched.runtime.gc_pause import freeze_what_lives_now
     from cpsched.service.app import create_app
 
     if not 0 <= port <= 65535:
@@ -72,6 +73,9 @@ def serve(
         listener.close()
         raise
     _say_started(app, settings, listener)
+    import cpsched.core.cp  # noqa: F401  (OR-Tools and the models, frozen with the rest)
+
+    freeze_what_lives_now()  # a full collection then stalls /healthz for far less
     server = uvicorn.Server(
         uvicorn.Config(
             app,

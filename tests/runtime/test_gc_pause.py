@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -124,3 +126,23 @@ def test_calls_that_never_stop_overlapping_still_collect_now_and_then(monkeypatc
     release.set()
     worker.join(timeout=10)
     assert gc.isenabled()
+
+
+def test_what_lives_at_start_is_frozen_and_garbage_is_collected_first():
+    """In a subprocess: freezing must not keep the garbage alive at that moment, and a
+    full collection afterwards scans only what was made since."""
+    code = """
+import gc, weakref
+from cpsched.runtime.gc_pause import freeze_what_lives_now
+class Node: pass
+garbage = Node(); garbage.me = garbage; gone = weakref.ref(garbage); del garbage
+kept = [Node() for _ in range(1000)]
+freeze_what_lives_now()
+assert gone() is None, "a cycle that was garbage at the freeze is kept"
+assert gc.get_freeze_count() >= 1000
+made_since = [Node() for _ in range(10)]
+assert len(gc.get_objects()) < 1000
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
