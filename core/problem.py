@@ -156,20 +156,25 @@ def make_snapshot(
     A node running an exclusive job has nothing free (nor less than nothing, unless other
     jobs over-fill it: that stays visible to :func:`~cpsched.core.validate.check_snapshot`).
     """
-    free = [list(n.capacity) for n in nodes]
+    # A node nothing runs on shares its capacity tuple as its free row: on a large,
+    # mostly idle machine a call then makes rows only where jobs run.
+    free: list[tuple[int, ...]] = [n.capacity for n in nodes]
+    taken: dict[int, list[int]] = {}
     whole: set[int] = set()
     for rj in running:
         ureq = rj.job.unit_request
         for node, units in rj.allocation:
             if not 0 <= node < len(free):
                 raise SnapshotError(f"running job {rj.job.id} is allocated to unknown node {node}")
-            row = free[node]
+            row = taken.get(node)
+            if row is None:
+                row = taken[node] = list(free[node])
             for r, amount in enumerate(ureq):
                 row[r] -= units * amount
         if rj.job.exclusive:
             whole.update(node for node, _ in rj.allocation)
-    for node in whole:
-        free[node] = [min(left, 0) for left in free[node]]
+    for node, row in taken.items():
+        free[node] = tuple(min(left, 0) for left in row) if node in whole else tuple(row)
     zeros = tuple(0 for _ in resource_names)
     free_total = tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros
     capacity_total = (
@@ -183,7 +188,7 @@ def make_snapshot(
         nodes=tuple(nodes),
         running=tuple(running),
         queued=tuple(sorted(queued, key=attrgetter("submit"))),
-        free=tuple(tuple(row) for row in free),
+        free=tuple(free),
         free_total=free_total,
         capacity_total=capacity_total,
         site=site,

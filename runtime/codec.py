@@ -295,6 +295,61 @@ def to_site(
 
 
 @dataclass(slots=True)
+class MachineTranslation:
+    """A snapshot's nodes, partitions and reservations translated, with nothing running:
+    what each later snapshot that sends the very same lists reuses (a delta's merged
+    snapshot keeps its base's lists when it sends no nodes), so that a call on a large
+    machine builds only what its running jobs change. At 50,000 nodes that is 50,000
+    core nodes and as many free rows fewer per call, and the collector's full scans that
+    so many new long-lived objects set off."""
+
+    wire: tuple[list[NodeIn], list[PartitionIn], list[ReservationIn]]
+    names: tuple[str, ...]
+    index: dict[str, int]
+    """Each resource type's position in ``names``."""
+    node_index: dict[str, int]
+    site: Site
+    idle: IdleMachine
+    nodes: list[Node]
+    """Each node as the core sees it with nothing running on it (exact for the nodes
+    nothing runs on: one not up then offers nothing, and the wire refuses more held
+    outside than a node has, so none is over-committed)."""
+
+    def serves(self, wire: SnapshotIn) -> bool:
+        """Whether ``wire`` sends the very lists this was translated from."""
+        nodes, partitions, reservations = self.wire
+        return (
+            wire.nodes is nodes
+            and wire.partitions is partitions
+            and wire.reservations is reservations
+        )
+
+
+def translate_machine(wire: SnapshotIn) -> MachineTranslation:
+    """``wire``'s nodes, partitions and reservations for the core, nothing running."""
+    names = resource_names([n.resources for n in wire.nodes])
+    index = {name: r for r, name in enumerate(names)}
+    node_index: dict[str, int] = {}
+    for i, node in enumerate(wire.nodes):
+        if node.name in node_index:
+            raise SnapshotError(f"node {node.name!r} is listed twice; send each node once")
+        node_index[node.name] = i
+    site = to_site(wire.partitions, wire.reservations, node_index)
+    nothing = (0,) * len(names)
+    nodes = [_node(node, nothing, names, []) for node in wire.nodes]
+    nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
+    return MachineTranslation(
+        (wire.nodes, wire.partitions, wire.reservations),
+        names,
+        index,
+        node_index,
+        site,
+        IdleMachine(site, nominal),
+        nodes,
+    )
+
+
+@dataclass(slots=True)
 class TranslationMemo:
     """What a cluster's previous snapshot translated to, for its next one to reuse.
 
@@ -311,6 +366,7 @@ class TranslationMemo:
     partitions and the reservations."""
     queued: dict[str, tuple[JobIn, Job | RejectedJobOut]] = field(default_factory=dict)
     running: dict[str, tuple[RunningJobIn, RunningJob]] = field(default_factory=dict)
+    machine: MachineTranslation | None = None
 
 
 def _remembered(memo: dict[str, tuple[Any, Any]], wire: JobIn) -> Any:
@@ -323,22 +379,19 @@ def _remembered(memo: dict[str, tuple[Any, Any]], wire: JobIn) -> Any:
 
 def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Translated:
     """The core's snapshot of ``wire``, reusing (and updating) ``memo``'s translations."""
-    names = resource_names([n.resources for n in wire.nodes])
+    machine = memo.machine if memo is not None else None
+    if machine is None or not machine.serves(wire):
+        machine = translate_machine(wire)
+    names, index, node_index, site = machine.names, machine.index, machine.node_index, machine.site
     # The names' order too: equal nodes may list their resources in another order, and a
     # core job's amounts are aligned with it.
     context = (names, wire.nodes, wire.partitions, wire.reservations)
     earlier = TranslationMemo()
     if memo is not None and memo.context == context:
         earlier = TranslationMemo(context, memo.queued, memo.running)
-    index = {name: r for r, name in enumerate(names)}
-    node_index: dict[str, int] = {}
-    for i, node in enumerate(wire.nodes):
-        if node.name in node_index:
-            raise SnapshotError(f"node {node.name!r} is listed twice; send each node once")
-        node_index[node.name] = i
-    site = to_site(wire.partitions, wire.reservations, node_index)
 
-    used = [[0] * len(names) for _ in wire.nodes]
+    used: dict[int, list[int]] = {}
+    """What the running jobs use, on the nodes they run on."""
     running: list[RunningJob] = []
     seen: set[str] = set()
     running_memo: dict[str, tuple[RunningJobIn, RunningJob]] = {}
@@ -353,15 +406,16 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
         running.append(core)
         unit_request = core.job.unit_request
         for at, units in core.allocation:
-            row = used[at]
+            row = used.get(at)
+            if row is None:
+                row = used[at] = [0] * len(names)
             for r, amount in enumerate(unit_request):
                 row[r] += units * amount
 
     rejected: list[RejectedJobOut] = []
     notes: list[str] = []
-    nodes = _nodes(wire.nodes, used, names, notes)
-    nominal = [tuple(n.resources.get(name, 0) for name in names) for n in wire.nodes]
-    idle = IdleMachine(site, nominal)
+    nodes = _nodes(machine, wire.nodes, used, notes)
+    idle = machine.idle
     # What each request shape (per_unit's items) is on this snapshot's types: a queue of
     # 100,000 jobs repeats a few dozen.
     shapes: dict[tuple[tuple[str, int], ...], tuple[int, ...]] = {}
@@ -381,6 +435,7 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
             queued.append(outcome)
     if memo is not None:
         memo.context, memo.queued, memo.running = context, queued_memo, running_memo
+        memo.machine = machine
 
     # make_snapshot derives free capacity from the (adjusted) capacities and sorts the
     # queue stably by submit time, keeping the bridge's order for equal times.
@@ -389,22 +444,34 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
 
 
 def _nodes(
-    wire: Sequence[NodeIn], used: Sequence[Sequence[int]], names: tuple[str, ...], notes: list[str]
+    machine: MachineTranslation,
+    wire: Sequence[NodeIn],
+    used: Mapping[int, Sequence[int]],
+    notes: list[str],
 ) -> list[Node]:
-    """The core's nodes, given what the running jobs ``used`` on each: a node that is not
-    up offers nothing new, what work outside the snapshot holds is taken off its capacity,
-    an over-committed one is full (noted)."""
-    nodes: list[Node] = []
-    for node, row in zip(wire, used, strict=True):
-        held = node.held_outside
-        capacity = tuple(node.resources.get(name, 0) - held.get(name, 0) for name in names)
-        if node.state != "up":
-            capacity = tuple(row)
-        elif any(u > c for u, c in zip(row, capacity, strict=True)):
-            notes.append(f"node {node.name} is over-committed; treated as full")
-            capacity = tuple(max(u, c) for u, c in zip(row, capacity, strict=True))
-        nodes.append(Node(node.name, capacity, frozenset(node.features)))
+    """The core's nodes, given what the running jobs use on the nodes in ``used``: the
+    machine's nodes as translated with nothing running, but for the nodes something runs
+    on, translated again (in node order, for the notes' order)."""
+    if not used:
+        return machine.nodes
+    nodes = list(machine.nodes)
+    for i in sorted(used):
+        nodes[i] = _node(wire[i], used[i], machine.names, notes)
     return nodes
+
+
+def _node(node: NodeIn, used: Sequence[int], names: tuple[str, ...], notes: list[str]) -> Node:
+    """The core's node, given what the running jobs ``used`` on it: a node that is not
+    up offers nothing new, what work outside the snapshot holds is taken off its
+    capacity, an over-committed one is full (noted)."""
+    held = node.held_outside
+    capacity = tuple(node.resources.get(name, 0) - held.get(name, 0) for name in names)
+    if node.state != "up":
+        capacity = tuple(used)
+    elif any(u > c for u, c in zip(used, capacity, strict=True)):
+        notes.append(f"node {node.name} is over-committed; treated as full")
+        capacity = tuple(max(u, c) for u, c in zip(used, capacity, strict=True))
+    return Node(node.name, capacity, frozenset(node.features))
 
 
 def _running_job(

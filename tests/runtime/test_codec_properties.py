@@ -13,7 +13,7 @@ from cpsched.runtime.codec import TranslationMemo, to_decision_out, to_snapshot
 from cpsched.runtime.codec_client import decision_from_wire
 from cpsched.runtime.policy import Policy
 from cpsched.service.cluster import ClusterRuntime
-from cpsched.wire.schemas import DecisionOut, DispatchRequest
+from cpsched.wire.schemas import DecisionOut, DispatchRequest, RunningJobIn
 
 TYPES = ("cpu", "mem", "gpu")
 
@@ -27,7 +27,10 @@ def wire_snapshots(draw: st.DrawFn) -> DispatchRequest:
         if draw(st.booleans()):
             resources["gpu"] = draw(st.integers(1, 2))
         state = draw(st.sampled_from(["up", "up", "up", "drain", "down"]))
-        nodes.append({"name": f"n{i}", "resources": resources, "state": state})
+        node = {"name": f"n{i}", "resources": resources, "state": state}
+        if draw(st.integers(0, 3)) == 0:  # work outside the snapshot (slurmd's, another's)
+            node["held_outside"] = {"cpu": draw(st.integers(1, resources["cpu"]))}
+        nodes.append(node)
     running = []
     for j in range(draw(st.integers(0, 4))):
         node = draw(st.integers(0, n_nodes - 1))
@@ -138,11 +141,20 @@ def test_a_translation_memo_changes_nothing_but_the_work(wires, data):
             new = [job for job in wire.queued if job.id not in kept]
             update: dict[str, object] = {"queued": [*kept.values(), *new]}
             if data.draw(st.booleans()):
-                update |= {"nodes": previous.nodes, "running": previous.running}
+                # The very same lists, as a delta's merged snapshot keeps them: the
+                # machine's translation is reused, with some of its running jobs gone.
+                still = [rj for rj in previous.running if data.draw(st.booleans())]
+                update |= {
+                    "nodes": previous.nodes,
+                    "partitions": previous.partitions,
+                    "reservations": previous.reservations,
+                    "running": still,
+                }
             wire = wire.model_copy(update=update)
         fresh, remembered = to_snapshot(wire), to_snapshot(wire, memo)
         assert remembered.snapshot == fresh.snapshot
         assert remembered.rejected == fresh.rejected
+        assert remembered.notes == fresh.notes
         previous = wire
 
 
@@ -164,3 +176,31 @@ def test_a_translation_memo_is_not_reused_when_the_resources_come_in_another_ord
     memo = TranslationMemo()
     to_snapshot(first, memo)
     assert to_snapshot(second, memo).snapshot == to_snapshot(second).snapshot
+
+
+def test_a_machine_translated_once_still_sees_what_runs_on_it_each_call():
+    """The same node list in call after call (a delta's merged snapshot) reuses the
+    nodes' translation, but a node that went over-committed is noted and full, and a
+    drained node running a job offers nothing, in every call."""
+    nodes = [
+        {"name": "a", "resources": {"cpu": 4}},
+        {"name": "b", "resources": {"cpu": 4}, "state": "drain"},
+        {"name": "c", "resources": {"cpu": 4}},
+    ]
+    first = DispatchRequest.model_validate({"time": 100, "nodes": nodes})
+    busy = [
+        {"id": "r1", "submit": 0, "start": 50, "time_limit": 500, "units": 6,
+         "per_unit": {"cpu": 1}, "allocation": {"a": 6}},
+        {"id": "r2", "submit": 0, "start": 50, "time_limit": 500, "units": 1,
+         "per_unit": {"cpu": 1}, "allocation": {"b": 1}},
+    ]  # fmt: skip
+    memo = TranslationMemo()
+    assert to_snapshot(first, memo).snapshot.free == ((4,), (0,), (4,))
+    for time in (110, 120):
+        again = first.model_copy(
+            update={"time": time, "running": [RunningJobIn.model_validate(r) for r in busy]}
+        )
+        assert again.nodes is first.nodes
+        translated = to_snapshot(again, memo)
+        assert translated.snapshot.free == ((0,), (0,), (4,))
+        assert translated.notes == ["node a is over-committed; treated as full"]
