@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.runtime.codec import to_decision_out, to_snapshot
-from cpsched.runtime.gc_pause import collector_paused
+from cpsched.runtime.gc_pause import collector_paused, freeze_after_calls
 from cpsched.service import reads
 from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.clusters import ClusterRegistry
@@ -59,6 +59,11 @@ AUDITED_REJECTIONS = 100
 
 DEADLINE_GRACE = 0.02
 """Seconds a dispatcher may overrun its share before the fallback answers instead."""
+
+LARGE_MACHINE = 5000
+"""Nodes from which a cluster's translated machine is frozen out of the collector's full
+scans when it changes (:func:`~cpsched.runtime.gc_pause.freeze_after_calls`); below, a
+scan of it costs little."""
 
 
 class Orchestrator:
@@ -165,7 +170,10 @@ class Orchestrator:
             if writer and not request.dry_run:
                 self._claim_lease(cluster, runtime, writer)
             # SnapshotError → 422, before any state changes (the memo is only a cache).
+            machine = runtime.memo.machine
             translated = to_snapshot(request, runtime.memo)
+            if runtime.memo.machine is not machine and len(request.nodes) >= LARGE_MACHINE:
+                freeze_after_calls()  # it lives on: out of the collector's full scans
             snapshot = translated.snapshot
             notes = [*translated.notes, *self._out_of_order(cluster, runtime, snapshot)]
             runtime.catch_up()

@@ -146,3 +146,28 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_freeze_asked_for_in_a_call_happens_when_no_call_runs():
+    """In a subprocess: what a call keeps is frozen once the last overlapping call ends,
+    not while another still runs (its objects in flight would be frozen with it)."""
+    code = """
+import gc, threading
+from cpsched.runtime.gc_pause import collector_paused, freeze_after_calls
+class Node: pass
+inside, outer_done = threading.Event(), threading.Event()
+def other():
+    with collector_paused():
+        inside.set()
+        outer_done.wait()
+worker = threading.Thread(target=other); worker.start(); inside.wait()
+with collector_paused():
+    kept = [Node() for _ in range(1000)]
+    freeze_after_calls()
+assert gc.get_freeze_count() == 0, "frozen while another call ran"
+outer_done.set(); worker.join()
+assert gc.get_freeze_count() >= 1000 and gc.isenabled()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
