@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import le
 from typing import Any
 
 from cpsched.core import (
@@ -450,13 +451,20 @@ def _nodes(
     notes: list[str],
 ) -> list[Node]:
     """The core's nodes, given what the running jobs use on the nodes in ``used``: the
-    machine's nodes as translated with nothing running, but for the nodes something runs
-    on, translated again (in node order, for the notes' order)."""
+    machine's nodes as translated with nothing running, but for the nodes that are not
+    up or over-committed by what runs there, translated again (in node order, for the
+    notes' order)."""
     if not used:
         return machine.nodes
-    nodes = list(machine.nodes)
+    nodes = machine.nodes
+    copied = False
     for i in sorted(used):
-        nodes[i] = _node(wire[i], used[i], machine.names, notes)
+        row, node = used[i], nodes[i]
+        if wire[i].state == "up" and all(map(le, row, node.capacity)):
+            continue  # within its capacity: what runs there changes nothing of the node
+        if not copied:
+            nodes, copied = list(nodes), True
+        nodes[i] = _node(wire[i], row, machine.names, notes)
     return nodes
 
 
