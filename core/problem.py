@@ -150,31 +150,43 @@ def make_snapshot(
     running: Sequence[RunningJob] = (),
     queued: Sequence[Job] = (),
     site: Site = NO_SITE,
+    used: Mapping[int, Sequence[int]] | None = None,
 ) -> Snapshot:
     """A snapshot whose free capacity is derived from the running jobs' allocations.
 
     A node running an exclusive job has nothing free (nor less than nothing, unless other
     jobs over-fill it: that stays visible to :func:`~cpsched.core.validate.check_snapshot`).
+    ``used``: what the running jobs use on each node they run on, when the caller has
+    summed it already (the service's codec): then only the exclusive jobs are read again.
     """
     # A node nothing runs on shares its capacity tuple as its free row: on a large,
     # mostly idle machine a call then makes rows only where jobs run.
     free: list[tuple[int, ...]] = [n.capacity for n in nodes]
     taken: dict[int, list[int]] = {}
     whole: set[int] = set()
-    for rj in running:
-        ureq = rj.job.unit_request
-        for node, units in rj.allocation:
-            if not 0 <= node < len(free):
-                raise SnapshotError(f"running job {rj.job.id} is allocated to unknown node {node}")
-            row = taken.get(node)
-            if row is None:
-                row = taken[node] = list(free[node])
-            for r, amount in enumerate(ureq):
-                row[r] -= units * amount
-        if rj.job.exclusive:
-            whole.update(node for node, _ in rj.allocation)
-    for node, row in taken.items():
-        free[node] = tuple(min(left, 0) for left in row) if node in whole else tuple(row)
+    if used is not None:
+        for node, amounts in used.items():
+            taken[node] = [c - u for c, u in zip(free[node], amounts, strict=True)]
+        for rj in running:
+            if rj.job.exclusive:
+                whole.update(node for node, _ in rj.allocation)
+    else:
+        for rj in running:
+            ureq = rj.job.unit_request
+            for node, units in rj.allocation:
+                if not 0 <= node < len(free):
+                    raise SnapshotError(
+                        f"running job {rj.job.id} is allocated to unknown node {node}"
+                    )
+                row = taken.get(node)
+                if row is None:
+                    row = taken[node] = list(free[node])
+                for r, amount in enumerate(ureq):
+                    row[r] -= units * amount
+            if rj.job.exclusive:
+                whole.update(node for node, _ in rj.allocation)
+    for node, left_row in taken.items():
+        free[node] = tuple(min(left, 0) for left in left_row) if node in whole else tuple(left_row)
     zeros = tuple(0 for _ in resource_names)
     free_total = tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros
     capacity_total = (

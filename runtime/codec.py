@@ -438,9 +438,10 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
         memo.context, memo.queued, memo.running = context, queued_memo, running_memo
         memo.machine = machine
 
-    # make_snapshot derives free capacity from the (adjusted) capacities and sorts the
-    # queue stably by submit time, keeping the bridge's order for equal times.
-    snapshot = make_snapshot(wire.time, names, nodes, running, queued, site)
+    # make_snapshot derives free capacity from the (adjusted) capacities and what runs on
+    # each node, and sorts the queue stably by submit time, keeping the bridge's order for
+    # equal times.
+    snapshot = make_snapshot(wire.time, names, nodes, running, queued, site, used)
     return Translated(snapshot, rejected, notes)
 
 

@@ -153,6 +153,11 @@ def test_a_translation_memo_changes_nothing_but_the_work(wires, data):
             wire = wire.model_copy(update=update)
         fresh, remembered = to_snapshot(wire), to_snapshot(wire, memo)
         assert remembered.snapshot == fresh.snapshot
+        # The codec hands make_snapshot what runs on each node: the same free capacity
+        # as make_snapshot sums from the allocations itself.
+        s = fresh.snapshot
+        summed = make_snapshot(s.time, s.resource_names, s.nodes, s.running, s.queued, s.site)
+        assert summed == s
         assert remembered.rejected == fresh.rejected
         assert remembered.notes == fresh.notes
         previous = wire
