@@ -66,9 +66,11 @@ def label(key: str) -> str:
 
 
 def human_duration(seconds: float | None) -> str:
-    """``seconds`` as a person reads it: 38 s, 12 min, 4 h 12 min, 2 d 21 h."""
+    """``seconds`` as a person reads it: 0.8 s, 38 s, 12 min, 4 h 12 min, 2 d 21 h."""
     if seconds is None:
         return "n/a"
+    if seconds < 9.95 and seconds != int(seconds):
+        return f"{seconds:.1f} s"  # a short replay's time: "0 s" would say nothing
     s = round(seconds)
     if s < 60:
         return f"{s} s"

@@ -11,6 +11,9 @@ from cpsched.replay.verdict import human_duration, verdict
     ("seconds", "text"),
     [
         (None, "n/a"),
+        (0.841, "0.8 s"),
+        (3, "3 s"),
+        (9.97, "10 s"),
         (38.4, "38 s"),
         (60, "1 min"),
         (3599, "59 min"),
@@ -44,5 +47,5 @@ def test_the_verdict_says_what_decisions_and_the_replay_cost_when_timed():
     today = {"mean_bounded_slowdown": 125, "dispatch_ms_p99": 0.254, "replay_wall_s": 0.84}
     default = {"mean_bounded_slowdown": 72.5, "dispatch_ms_p99": 142.4, "replay_wall_s": 60.0}
     assert verdict("default", default, today, {}).endswith(
-        "; a decision takes 142 ms at p99 (today 0.254 ms), the replay 1 min (today 1 s)."
+        "; a decision takes 142 ms at p99 (today 0.254 ms), the replay 1 min (today 0.8 s)."
     )
