@@ -50,5 +50,7 @@ def comparison_view(comparison: Comparison, baseline: str) -> Group:
 def print_comparison(comparison: Comparison, baseline: str, console: Console) -> None:
     """``comparison`` on ``console``: as wide as the terminal up to :data:`WIDTH`
     columns; :data:`WIDTH` when it is not a terminal (a file, a pipe)."""
-    width = min(WIDTH, console.width) if console.is_terminal else WIDTH
+    if not console.is_terminal:  # rich would take 80 columns for a file or a pipe
+        console = Console(file=console.file, width=WIDTH, no_color=True)
+    width = min(WIDTH, console.width)
     console.print(comparison_view(comparison, baseline), width=width, soft_wrap=False)

@@ -116,6 +116,7 @@ def test_compare_shows_today_easy_plus_plus_default_and_the_oracle_by_default(
     # what each run is.
     assert done.stdout.startswith("• easy++: mean bounded slowdown")
     assert max(len(line) for line in done.stdout.splitlines()) <= 100
+    assert "long-job wait" in done.stdout and "decision p99" in done.stdout  # not cut at 80
     for heading in ("mean bsld", "max wait", "long-job wait", "decision p99"):
         assert heading in done.stdout
     assert "default: HCP3 (constraint programming) on the users' last two run times" in done.stdout
