@@ -46,10 +46,12 @@ NOW = 1_000_000
 def machine(nodes: int, types: int | None = None) -> list[dict[str, object]]:
     """``types`` None: cpu, mem and 4 GPUs on every eighth node; else cpu, mem and
     ``types - 2`` more types (4 of each on every node)."""
-    if types is None:
-        extra = lambda i: {"gpu": 4} if i % 8 == 0 else {}  # noqa: E731
-    else:
-        extra = lambda i: {f"t{k}": 4 for k in range(2, types)}  # noqa: E731
+
+    def extra(i: int) -> dict[str, int]:
+        if types is None:
+            return {"gpu": 4} if i % 8 == 0 else {}
+        return {f"t{k}": 4 for k in range(2, types)}
+
     return [
         {"name": f"n{i:05d}", "resources": {"cpu": CORES, "mem": MEM, **extra(i)}}
         for i in range(nodes)

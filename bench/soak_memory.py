@@ -18,7 +18,7 @@ import tracemalloc
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from soak_retention import Cluster
+from soak_retention import Cluster, cycle
 
 from cpsched.service.app import create_app
 from cpsched.service.settings import load_settings
@@ -41,27 +41,15 @@ cluster = Cluster(200)
 cluster.arrive(300)
 
 
-def step(http: TestClient) -> None:
-    r = http.post("/v1/clusters/soak/dispatch", json=cluster.snapshot(), headers=H)
-    r.raise_for_status()
-    cluster.apply(r.json())
-    done = cluster.advance(120)
-    for c in range(0, len(done), 1000):
-        http.post(
-            "/v1/clusters/soak/jobs/finished", json={"jobs": done[c : c + 1000]}, headers=H
-        ).raise_for_status()
-    cluster.arrive(max(0, 300 - len(cluster.queued)) // 4 + cluster.rng.randrange(4))
-
-
 def rss() -> float:
     return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
 
 
-with TestClient(create_app(settings)) as http:
+with TestClient(create_app(settings), headers=H) as http:
     tracemalloc.start(1)
     for k in range(args.rounds):
         for _ in range(args.every):
-            step(http)
+            cycle(http, cluster, 120, 300)
         gc.collect()
         traced, _ = tracemalloc.get_traced_memory()
         print(

@@ -108,6 +108,25 @@ class Cluster:
         ]
 
 
+def cycle(http: httpx.Client, cluster: Cluster, step: int, queue: int) -> float:
+    """One bridge cycle: dispatch, start what was decided, advance the cluster ``step``
+    seconds, post what finished, top the queue up towards ``queue`` jobs. Returns the
+    dispatch's round trip, ms (``http`` carries the token)."""
+    sent = time.perf_counter()
+    answer = http.post("/v1/clusters/soak/dispatch", json=cluster.snapshot())
+    took = (time.perf_counter() - sent) * 1000
+    answer.raise_for_status()
+    cluster.apply(answer.json())
+    done = cluster.advance(step)
+    for chunk in range(0, len(done), 1000):
+        http.post(
+            "/v1/clusters/soak/jobs/finished", json={"jobs": done[chunk : chunk + 1000]}
+        ).raise_for_status()
+    missing = max(0, queue - len(cluster.queued))
+    cluster.arrive(missing // 4 + cluster.rng.randrange(4))
+    return took
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -163,18 +182,7 @@ def main() -> None:
     try:
         with httpx.Client(base_url=service.url, headers=HEADERS, timeout=30) as http:
             while time.monotonic() - began < args.minutes * 60:
-                sent = time.perf_counter()
-                answer = http.post("/v1/clusters/soak/dispatch", json=cluster.snapshot())
-                latencies.append((time.perf_counter() - sent) * 1000)
-                answer.raise_for_status()
-                cluster.apply(answer.json())
-                done = cluster.advance(args.step)
-                for chunk in range(0, len(done), 1000):
-                    http.post(
-                        "/v1/clusters/soak/jobs/finished", json={"jobs": done[chunk : chunk + 1000]}
-                    ).raise_for_status()
-                missing = max(0, args.queue - len(cluster.queued))
-                cluster.arrive(missing // 4 + cluster.rng.randrange(4))
+                latencies.append(cycle(http, cluster, args.step, args.queue))
                 if time.monotonic() - window_began >= args.window:
                     window_began = time.monotonic()
                     metrics = http.get("/metrics").text

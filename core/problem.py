@@ -143,6 +143,22 @@ class Snapshot:
     """Partitions and reservations (:mod:`cpsched.core.site`); empty: one pool of nodes."""
 
 
+def used_by(running: Sequence[RunningJob], nodes: int) -> dict[int, list[int]]:
+    """What ``running`` uses on each node it runs on (of ``nodes``)."""
+    used: dict[int, list[int]] = {}
+    for rj in running:
+        ureq = rj.job.unit_request
+        for node, units in rj.allocation:
+            if not 0 <= node < nodes:
+                raise SnapshotError(f"running job {rj.job.id} is allocated to unknown node {node}")
+            row = used.get(node)
+            if row is None:
+                row = used[node] = [0] * len(ureq)
+            for r, amount in enumerate(ureq):
+                row[r] += units * amount
+    return used
+
+
 def make_snapshot(
     time: int,
     resource_names: Sequence[str],
@@ -162,31 +178,12 @@ def make_snapshot(
     # A node nothing runs on shares its capacity tuple as its free row: on a large,
     # mostly idle machine a call then makes rows only where jobs run.
     free: list[tuple[int, ...]] = [n.capacity for n in nodes]
-    taken: dict[int, list[int]] = {}
-    whole: set[int] = set()
-    if used is not None:
-        for node, amounts in used.items():
-            taken[node] = [c - u for c, u in zip(free[node], amounts, strict=True)]
-        for rj in running:
-            if rj.job.exclusive:
-                whole.update(node for node, _ in rj.allocation)
-    else:
-        for rj in running:
-            ureq = rj.job.unit_request
-            for node, units in rj.allocation:
-                if not 0 <= node < len(free):
-                    raise SnapshotError(
-                        f"running job {rj.job.id} is allocated to unknown node {node}"
-                    )
-                row = taken.get(node)
-                if row is None:
-                    row = taken[node] = list(free[node])
-                for r, amount in enumerate(ureq):
-                    row[r] -= units * amount
-            if rj.job.exclusive:
-                whole.update(node for node, _ in rj.allocation)
-    for node, left_row in taken.items():
-        free[node] = tuple(min(left, 0) for left in left_row) if node in whole else tuple(left_row)
+    if used is None:
+        used = used_by(running, len(free))
+    whole = {node for rj in running if rj.job.exclusive for node, _ in rj.allocation}
+    for node, amounts in used.items():
+        left = [c - u for c, u in zip(free[node], amounts, strict=True)]
+        free[node] = tuple(min(x, 0) for x in left) if node in whole else tuple(left)
     zeros = tuple(0 for _ in resource_names)
     free_total = tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros
     capacity_total = (

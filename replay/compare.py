@@ -129,7 +129,14 @@ PREDICTOR_NAMES = {
     "adaboost": "AdaBoost",
     "oracle": "the trace's real run times",
 }
-SAID = {"dispatcher", "predictor", "backfill_order", "backfill_depth", "wait_bound"}
+SAID = {
+    "dispatcher",
+    "predictor",
+    "backfill_order",
+    "backfill_depth",
+    "wait_bound",
+    "wait_bound_depth",
+}
 """Settings :func:`describe` puts in words; the others it lists as ``name=value``."""
 
 
@@ -150,8 +157,6 @@ def describe(policy: Policy) -> str:
         )
     default = Policy()
     others = {
-        k: v
-        for k, v in policy.model_dump().items()
-        if k not in SAID and k != "wait_bound_depth" and getattr(default, k) != v
+        k: v for k, v in policy.model_dump().items() if k not in SAID and getattr(default, k) != v
     }
     return words + "".join(f"; {k}={v}" for k, v in others.items())

@@ -34,6 +34,7 @@ from cpsched.core import (
     make_snapshot,
 )
 from cpsched.core.capacity import units_fitting
+from cpsched.core.problem import used_by
 from cpsched.core.site import (
     NO_CONSTRAINTS,
     NO_SITE,
@@ -391,8 +392,6 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
     if memo is not None and memo.context == context:
         earlier = TranslationMemo(context, memo.queued, memo.running)
 
-    used: dict[int, list[int]] = {}
-    """What the running jobs use, on the nodes they run on."""
     running: list[RunningJob] = []
     seen: set[str] = set()
     running_memo: dict[str, tuple[RunningJobIn, RunningJob]] = {}
@@ -405,13 +404,7 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
             core = _running_job(rj, names, index, node_index)
         running_memo[rj.id] = (rj, core)
         running.append(core)
-        unit_request = core.job.unit_request
-        for at, units in core.allocation:
-            row = used.get(at)
-            if row is None:
-                row = used[at] = [0] * len(names)
-            for r, amount in enumerate(unit_request):
-                row[r] += units * amount
+    used = used_by(running, len(wire.nodes))  # what runs on each node it runs on
 
     rejected: list[RejectedJobOut] = []
     notes: list[str] = []
