@@ -90,6 +90,8 @@ class ClusterRuntime(Cluster):
         self.resource_names: tuple[str, ...] = ("cpu", "mem")
         self.last_snapshot: Snapshot | None = None
         self.last_decision: Decision | None = None
+        self.shadow = False
+        """The cluster's last dispatch was a dry run (shadow mode)."""
         self.last_input: tuple[str, tuple[int, ...]] | None = None
         """What :attr:`last_decision` was decided on: the snapshot's digest and the
         durations of its jobs (an identical input is answered with the same decision)."""
@@ -161,13 +163,16 @@ class ClusterRuntime(Cluster):
             kept.restore(self.dispatcher_state.guarantees, self.lease, wall, mono)
         self.kept = kept
 
-    def applied(self, snapshot: Snapshot, decision: Decision, predicted: dict[str, int]) -> None:
+    def applied(
+        self, snapshot: Snapshot, decision: Decision, predicted: dict[str, int], dry_run: bool
+    ) -> None:
         """Remember what this decision started (``predicted``: empty for a dry run)."""
         by_id = {job.id: job for job in snapshot.queued}
         for job_id, duration in predicted.items():
             self.book.started(by_id[job_id], snapshot.time, duration)
         self.last_snapshot = snapshot
         self.last_decision = decision
+        self.shadow = dry_run
 
     def observe(self, jobs: Iterable[FinishedJobIn]) -> None:
         """Teach the predictor jobs that finished (in end order; censored ones skipped)."""

@@ -209,7 +209,9 @@ class Orchestrator:
                 decision, solve_s = self._decide(runtime, snapshot, due - runtime.answer_s)
             decided = time.perf_counter()
             predicted = runtime.predict_starts(snapshot, decision)
-            runtime.applied(snapshot, decision, {} if request.dry_run else predicted)
+            runtime.applied(
+                snapshot, decision, {} if request.dry_run else predicted, request.dry_run
+            )
             runtime.last_input = decided_on
             runtime.last_rejected = {r.job_id: r.reason for r in translated.rejected}
             answer = to_decision_out(

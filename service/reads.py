@@ -5,15 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from cpsched.core import Job
+from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.clusters import ClusterRegistry
 from cpsched.service.pending import pending
+from cpsched.service.shadow import SHADOW_TOLERANCE_S, shadow_verdict
 from cpsched.service.store import history
+from cpsched.service.store.models import FinishedJobRow
 from cpsched.wire.schemas import (
     AuditEntryOut,
     AuditPageOut,
     ExtensionOut,
+    JobDecisionOut,
     JobIn,
     JobInfoOut,
+    ShadowOutcomeOut,
     StartOut,
 )
 
@@ -45,21 +50,54 @@ def audit_page(clusters: ClusterRegistry, cluster: str, after_id: int, limit: in
     )
 
 
+JOB_DECISIONS = 50
+"""The decisions a job's answer lists, newest first."""
+
+
 def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut:
-    """What the service knows of a job: finished, rejected, running or queued (why)."""
+    """What the service knows of a job (finished, rejected, running or queued, and why),
+    the decisions that concerned it and, in shadow mode, what the workload manager did."""
     runtime = clusters.existing(cluster)
     if runtime is None:
         return JobInfoOut(cluster=cluster, job_id=job_id, state="unknown")
     with clusters.sessions() as session:
         done = history.finished_job(session, runtime.cluster_id, job_id)
         predictions = history.predictions_of(session, runtime.cluster_id, job_id)
+        concerned, total = history.job_decisions(session, runtime.cluster_id, job_id, JOB_DECISIONS)
+        would_start = history.first_dry_run_start(session, runtime.cluster_id, job_id)
+    info = _job_state(runtime, job_id, done)
     latest = predictions[-1] if predictions else None
-    base: dict[str, Any] = {
-        "cluster": cluster,
-        "job_id": job_id,
-        "predicted_run_time": latest.predicted if latest else None,
-        "predictor": latest.predictor if latest else None,
-    }
+    shadow = None
+    if would_start is not None or (runtime.shadow and info.start is not None):
+        shadow = ShadowOutcomeOut(
+            would_start=would_start,
+            started=info.start,
+            verdict=shadow_verdict(would_start, info.start, SHADOW_TOLERANCE_S),
+            difference_s=None
+            if would_start is None or info.start is None
+            else would_start - info.start,
+            tolerance_s=SHADOW_TOLERANCE_S,
+        )
+    return info.model_copy(
+        update={
+            "predicted_run_time": latest.predicted if latest else None,
+            "predictor": latest.predictor if latest else None,
+            "decisions": [
+                JobDecisionOut(
+                    decision_id=d.decision_id, time=d.time, action=d.action, dry_run=d.dry_run
+                )
+                for d in concerned
+            ],
+            "decisions_total": total,
+            "shadow": shadow,
+        }
+    )
+
+
+def _job_state(runtime: ClusterRuntime, job_id: str, done: FinishedJobRow | None) -> JobInfoOut:
+    """The job's state and request: finished (stored), else as the last snapshot and
+    decision left it."""
+    base: dict[str, Any] = {"cluster": runtime.name, "job_id": job_id}
     if done is not None:
         return JobInfoOut(
             **base,

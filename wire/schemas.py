@@ -461,6 +461,38 @@ class PendingReason(ResponseModel):
     )
 
 
+class JobDecisionOut(ResponseModel):
+    decision_id: int = Field(
+        description="Its audit row (GET .../decisions?after_id=<decision_id - 1>&limit=1)."
+    )
+    time: int = Field(description="The snapshot's time.")
+    action: Literal["start", "extend"] = Field(
+        description="'start': the decision started it (a dry run: would have started it); "
+        "'extend': it raised the job's time limit."
+    )
+    dry_run: bool
+
+
+class ShadowOutcomeOut(ResponseModel):
+    """Shadow mode for one job: when cpsched's dry runs would have started it against when
+    the workload manager did."""
+
+    would_start: int | None = Field(
+        description="The first dry run that would have started it (the snapshot's time); "
+        "None: the workload manager started it before any dry run would have."
+    )
+    started: int | None = Field(description="When the workload manager started it, if it has.")
+    verdict: Literal["earlier", "same", "later", "not started"] = Field(
+        description="cpsched would have started it earlier, at about the same time (within "
+        "the tolerance), later than the workload manager did, or the workload manager has "
+        "not started it yet."
+    )
+    difference_s: int | None = Field(
+        description="would_start - started (negative: the wait cpsched would have saved)."
+    )
+    tolerance_s: int
+
+
 class JobInfoOut(ResponseModel):
     cluster: str
     job_id: str
@@ -483,6 +515,17 @@ class JobInfoOut(ResponseModel):
     pending: PendingReason | None = None
     rejected_because: str | None = Field(
         None, description="Why the latest dispatch left this queued job out."
+    )
+    decisions: list[JobDecisionOut] = Field(
+        default_factory=list,
+        description="The decisions that started (or, dry run, would have started) or "
+        "extended it, newest first (at most 50 of decisions_total).",
+    )
+    decisions_total: int = 0
+    shadow: ShadowOutcomeOut | None = Field(
+        None,
+        description="In shadow mode: what the workload manager did instead of what "
+        "cpsched's dry runs would have done.",
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from sqlalchemy import Insert, Row, Table, bindparam, case, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -20,6 +20,7 @@ from cpsched.predictor.base import Memory
 from cpsched.service.store.models import (
     Cluster,
     ClusterStateRow,
+    DecisionJobRow,
     DecisionRow,
     FinishedJobRow,
     PredictionRow,
@@ -265,9 +266,64 @@ def start_predictions(session: Session, cluster: int, job_ids: Sequence[str]) ->
 
 
 def record_decision(session: Session, row: DecisionRow) -> int:
+    """Store an audit row and index the jobs it started or extended; its id."""
     session.add(row)
     session.flush()
+    concerned = {(s["job_id"], "start") for s in row.starts}
+    concerned |= {(e["job_id"], "extend") for e in row.extensions}
+    session.add_all(
+        DecisionJobRow(decision_id=row.id, job_id=job, action=action, cluster_id=row.cluster_id)
+        for job, action in sorted(concerned)
+    )
     return row.id
+
+
+Action = Literal["start", "extend"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobDecision:
+    decision_id: int
+    time: int
+    action: Action
+    dry_run: bool
+
+
+def job_decisions(
+    session: Session, cluster: int, job_id: str, limit: int
+) -> tuple[list[JobDecision], int]:
+    """The newest ``limit`` decisions that started (or would have) or extended a job,
+    newest first, and how many there are in all (index reads)."""
+    rows = session.execute(
+        select(
+            DecisionRow.id, DecisionRow.snapshot_time, DecisionJobRow.action, DecisionRow.dry_run
+        )
+        .join(DecisionRow, DecisionRow.id == DecisionJobRow.decision_id)
+        .where(DecisionJobRow.cluster_id == cluster, DecisionJobRow.job_id == job_id)
+        .order_by(DecisionJobRow.decision_id.desc(), DecisionJobRow.action)
+        .limit(limit)
+    ).all()
+    total = session.scalar(
+        select(func.count())
+        .select_from(DecisionJobRow)
+        .where(DecisionJobRow.cluster_id == cluster, DecisionJobRow.job_id == job_id)
+    )
+    found = [JobDecision(int(i), int(t), cast(Action, a), bool(d)) for i, t, a, d in rows]
+    return found, int(total or 0)
+
+
+def first_dry_run_start(session: Session, cluster: int, job_id: str) -> int | None:
+    """The snapshot time of the first dry run that would have started the job."""
+    return session.scalar(
+        select(func.min(DecisionRow.snapshot_time))
+        .join(DecisionJobRow, DecisionRow.id == DecisionJobRow.decision_id)
+        .where(
+            DecisionJobRow.cluster_id == cluster,
+            DecisionJobRow.job_id == job_id,
+            DecisionJobRow.action == "start",
+            DecisionRow.dry_run.is_(True),
+        )
+    )
 
 
 def decisions(session: Session, cluster: int, after_id: int, limit: int) -> list[DecisionRow]:

@@ -1,5 +1,5 @@
-"""Tables: job history (the predictors' memory), predictions, the decision audit, and what a
-cluster's dispatches must keep across a restart.
+"""Tables: job history (the predictors' memory), predictions, the decision audit (with the
+jobs each decision concerned), and what a cluster's dispatches must keep across a restart.
 
 A job is identified by (cluster, job id) everywhere; the unique constraint on that pair
 is what makes finished-job ingestion idempotent under retries and concurrent posts.
@@ -113,6 +113,23 @@ class DecisionRow(Base):
     wall_ms: Mapped[float] = mapped_column(Float)
     snapshot: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class DecisionJobRow(Base):
+    """Which jobs an audit row started (a dry run: would have started) or extended, so that
+    a job's decisions are read by index rather than by reading every row's ``starts``.
+    Deleted with their audit row."""
+
+    __tablename__ = "decision_jobs"
+    __table_args__ = (Index("ix_decision_jobs_cluster_job", "cluster_id", "job_id", "decision_id"),)
+
+    decision_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("decisions.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    job_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    action: Mapped[str] = mapped_column(String(16), primary_key=True)
+    """``start`` or ``extend``."""
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
 
 
 class ClusterStateRow(Base):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cpsched.runtime.length_class import LENGTH_CLASSES, length_class
+from cpsched.service.shadow import shadow_verdict
 from cpsched.service.store.dashboard import DecisionPoint, FinishedWait, Outcome, ShadowRecord
 
 
@@ -250,15 +251,7 @@ def shadow_figures(
         if started is None:
             continue
         mine = record.would_start.get(job_id)
-        if mine is None:
-            verdict = "later"
-        elif mine < started - tolerance_s:
-            verdict = "earlier"
-        elif mine > started + tolerance_s:
-            verdict = "later"
-        else:
-            verdict = "same"
-        jobs.append(ShadowJob(job_id, mine, started, verdict))
+        jobs.append(ShadowJob(job_id, mine, started, shadow_verdict(mine, started, tolerance_s)))
     deltas = [d for d in (j.delta_s for j in jobs) if d is not None]
     counts = Counter(j.verdict for j in jobs)
     return ShadowFigures(

@@ -26,6 +26,7 @@ from cpsched.service.cluster import ClusterRuntime
 from cpsched.service.deps import ClusterName, OrchestratorDep
 from cpsched.service.orchestrator import Orchestrator
 from cpsched.service.settings import TokenConfig
+from cpsched.service.shadow import SHADOW_TOLERANCE_S
 from cpsched.service.store import dashboard, history
 from cpsched.service.ui import charts, gantt
 from cpsched.service.ui.figures import (
@@ -247,7 +248,7 @@ def latency(
     token: Viewer,
     orchestrator: OrchestratorDep,
     hours: Annotated[int, Query(ge=1, le=24 * 30)] = 6,
-    tolerance: Annotated[int, Query(ge=0, le=86400)] = 60,
+    tolerance: Annotated[int, Query(ge=0, le=86400)] = SHADOW_TOLERANCE_S,
     verdict: Annotated[Literal["all", "earlier", "same", "later"], Query()] = "all",
 ) -> HTMLResponse:
     runtime, cluster_id = _open_cluster(orchestrator, token, cluster)

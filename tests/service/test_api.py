@@ -255,6 +255,46 @@ def test_job_info_explains_pending_and_finished(client):
     assert client.get("/v1/clusters/c1/jobs/nobody", headers=AUTH).json()["state"] == "unknown"
 
 
+def test_job_info_lists_the_decisions_that_started_or_extended_it(client):
+    first = dispatch(client, snapshot(queued=[job("q1"), job("q2", units=64)])).json()
+    running = {**job("q1"), "start": 1000, "allocation": {"n1": 1}}
+    dispatch(client, snapshot(time=1060, running=[running], queued=[job("q2", units=64)]))
+    info = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
+    assert info["state"] == "running"
+    assert info["decisions"] == [
+        {"decision_id": first["decision_id"], "time": 1000, "action": "start", "dry_run": False}
+    ]
+    assert (info["decisions_total"], info["shadow"]) == (1, None)  # applied, not a dry run
+    waiting = client.get("/v1/clusters/c1/jobs/q2", headers=AUTH).json()
+    assert (waiting["decisions"], waiting["decisions_total"]) == ([], 0)
+
+
+def test_job_info_in_shadow_mode_says_what_the_workload_manager_did_instead(client):
+    dry = {"dry_run": True}
+    # t=1000: cpsched would start q1 now; q2 is not submitted yet.
+    dispatch(client, {**snapshot(queued=[job("q1")]), **dry})
+    # t=1300: the workload manager started q1 only at 1300, and q2 (submitted at 1100)
+    # at 1100, before any dry run saw it; q3 waits, and cpsched would start it.
+    q1 = {**job("q1"), "start": 1300, "allocation": {"n1": 1}}
+    q2 = {**job("q2", submit=1100), "start": 1100, "allocation": {"n1": 1}}
+    dispatch(client, {**snapshot(1300, running=[q1, q2], queued=[job("q3", submit=1200)]), **dry})
+
+    def shadow(job_id):
+        return client.get(f"/v1/clusters/c1/jobs/{job_id}", headers=AUTH).json()["shadow"]
+
+    assert shadow("q1") == {
+        "would_start": 1000,
+        "started": 1300,
+        "verdict": "earlier",
+        "difference_s": -300,
+        "tolerance_s": 60,
+    }
+    assert (shadow("q2")["would_start"], shadow("q2")["verdict"]) == (None, "later")
+    assert (shadow("q3")["would_start"], shadow("q3")["verdict"]) == (1300, "not started")
+    decisions = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()["decisions"]
+    assert [(d["time"], d["action"], d["dry_run"]) for d in decisions] == [(1000, "start", True)]
+
+
 def test_job_info_gives_the_start_guarantee_and_the_decisions_keep_it(make_client):
     # Both nodes busy until 1,100 s by their limits; q1 has waited 100 s (the bound is
     # 60 s): it is guaranteed a start at 1,100. q2, 3 cores for 600 s, would fit now on

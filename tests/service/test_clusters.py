@@ -4,6 +4,7 @@ item 5)."""
 from __future__ import annotations
 
 from tests.service.conftest import AUTH, TOKEN_A, TOKEN_READ, finished, job, snapshot
+from tests.service.test_retention import indexed_starts
 
 AUTH_A = {"Authorization": f"Bearer {TOKEN_A}"}
 AUTH_READ = {"Authorization": f"Bearer {TOKEN_READ}"}
@@ -31,8 +32,10 @@ def test_a_retired_cluster_is_gone_with_its_history_and_metrics(client) -> None:
     assert info["state"] == "unknown"
     metrics = client.get("/metrics").text
     assert 'cluster="a"' not in metrics and 'cluster="b"' in metrics
-    # The other cluster keeps everything.
+    # The other cluster keeps everything, the decision that started its job 1 too.
     assert client.get("/v1/clusters/b/jobs/f1", headers=AUTH).json()["state"] == "finished"
+    assert indexed_starts(client) == (1, 0)  # b's start; a's went with its audit row
+    assert client.get("/v1/clusters/b/jobs/1", headers=AUTH).json()["decisions_total"] == 1
 
 
 def test_a_restart_answers_at_once_and_builds_clusters_in_the_background(make_client) -> None:

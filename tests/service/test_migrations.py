@@ -13,7 +13,14 @@ from cpsched.service.store.database import make_engine
 from cpsched.service.store.models import Base
 from tests.service.conftest import settings_for
 
-TABLES = {"clusters", "finished_jobs", "predictions", "decisions", "cluster_state"}
+TABLES = {
+    "clusters",
+    "finished_jobs",
+    "predictions",
+    "decisions",
+    "decision_jobs",
+    "cluster_state",
+}
 
 
 def tables(engine) -> set[str]:

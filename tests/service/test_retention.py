@@ -43,6 +43,20 @@ def counts(client) -> dict[str, int]:
         }
 
 
+def indexed_starts(client) -> tuple[int, int]:
+    """The job index of the audit trail (decision_jobs): its rows, and those whose audit
+    row is gone."""
+    with client.app.state.orchestrator.sessions() as session:
+        rows = session.execute(text("SELECT COUNT(*) FROM decision_jobs")).scalar()
+        orphans = session.execute(
+            text(
+                "SELECT COUNT(*) FROM decision_jobs WHERE decision_id NOT IN "
+                "(SELECT id FROM decisions)"
+            )
+        ).scalar()
+    return int(rows), int(orphans)
+
+
 def test_old_history_goes_and_a_restarted_predictor_learns_the_same(make_client) -> None:
     users = ["ann", "bob", "cid"]
     client = make_client(retention=RETENTION, defaults={"predictor": "last-two"})
@@ -57,6 +71,7 @@ def test_old_history_goes_and_a_restarted_predictor_learns_the_same(make_client)
     assert report.deleted == {"decisions": 4, "predictions": 24, "finished_jobs": 36}
     assert counts(client) == {"decisions": 2, "predictions": 12, "finished_jobs": 9}
     assert report.oldest["c1"]["decisions"] == DAY0 + 4 * DAY_S
+    assert indexed_starts(client) == (2 * len(users), 0)  # the pruned rows' jobs went too
     metrics = client.get("/metrics").text
     assert 'cpsched_history_pruned_rows_total{kind="finished_jobs"} 36.0' in metrics
     assert "cpsched_database_bytes " in metrics

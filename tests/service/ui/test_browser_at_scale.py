@@ -2,11 +2,11 @@
 3,000 KTH jobs over HTTP (cluster ``kth``, the default policy) and a queue of 5,000 jobs
 on 512 nodes (cluster ``site``, :func:`scenario.big_queue`). The queue is sorted, filtered
 and paged over all 5,000 jobs, a job found by id says why it waits as the API does, and a
-decision reads in words.
+decision reads in words; a replayed job lists the decision that started it.
 
 The screenshots docs/operator-views.md shows (``ui-queue-5000.png``, ``ui-job-5000.png``,
-``ui-decision-5000.png``) come from ``CPSCHED_SCREENSHOTS=docs/img pytest
-tests/service/ui/test_browser_at_scale.py``.
+``ui-decision-5000.png``, ``ui-job-decisions.png``) come from
+``CPSCHED_SCREENSHOTS=docs/img pytest tests/service/ui/test_browser_at_scale.py``.
 """
 
 from __future__ import annotations
@@ -161,3 +161,24 @@ def test_the_decision_on_5000_jobs_reads_in_words(signed_in, at_scale, screensho
     assert "5000 queued" in summary.replace(",", "")
     assert signed_in.find_elements(By.CSS_SELECTOR, "#decision-notes li")
     visit(signed_in, url, screenshots, "decision-5000")
+
+
+def test_a_replayed_job_lists_the_decision_that_started_it(signed_in, at_scale, screenshots):
+    headers = {"Authorization": f"Bearer {READER}"}
+    audit = httpx.get(
+        f"{at_scale.url}/v1/clusters/kth/decisions", params={"limit": 50}, headers=headers
+    ).json()
+    started = next(e for e in audit["entries"] if e["starts"])
+    job_id = started["starts"][0]["job_id"]
+    api = httpx.get(f"{at_scale.url}/v1/clusters/kth/jobs/{job_id}", headers=headers).json()
+    assert [d["decision_id"] for d in api["decisions"]] == [started["id"]]
+    _loaded_in_time(signed_in, f"{at_scale.url}/ui/clusters/kth/jobs/{job_id}")
+    listed = texts(signed_in, "#job-decisions li")
+    assert listed == [f"decision #{started['id']} at {listed[0].split(' at ')[1]}"]
+    assert listed[0].endswith(": started it")
+    visit(signed_in, signed_in.current_url, screenshots, "job-decisions")
+    signed_in.find_element(By.CSS_SELECTOR, "#job-decisions a").click()
+    WebDriverWait(signed_in, WAIT_S).until(
+        loaded.url_matches(rf"/ui/clusters/kth/decisions/{started['id']}$")
+    )
+    assert job_id in signed_in.page_source  # the decision lists the job it started

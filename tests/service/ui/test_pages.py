@@ -195,12 +195,19 @@ def test_predictions_and_latency_pages_show_their_figures(fed):
     )
 
 
-def test_shadow_mode_is_compared_with_the_real_starts(make_client):
+@pytest.fixture
+def shadowed(make_client):
+    """A service whose cluster ``shadow`` got only dry runs, then its finished jobs."""
     client = make_client()
     dry_runs, done = scenario.shadow()
     for body in dry_runs:
         dispatch(client, body, cluster="shadow")
     client.post("/v1/clusters/shadow/jobs/finished", json={"jobs": done}, headers=AUTH)
+    return client
+
+
+def test_shadow_mode_is_compared_with_the_real_starts(shadowed):
+    client = shadowed
     page = client.get("/ui/clusters/shadow/latency", headers=AUTH).text
     verdicts = dict(
         re.findall(r'<tr><th scope="row">(s\d)</th>.*?class="tag tag-(\w+)"', page, re.S)
@@ -214,6 +221,33 @@ def test_shadow_mode_is_compared_with_the_real_starts(make_client):
     assert listed == {j: v for j, v in scenario.SHADOW_VERDICTS.items() if v == "later"}
     assert "later" in listed.values()
     assert re.search(r"in all\s+\S[^<]*?of\s+waiting", page)
+
+
+def test_each_job_page_says_what_the_workload_manager_did_instead(shadowed):
+    client = shadowed
+    for job_id, verdict in scenario.SHADOW_VERDICTS.items():
+        html = client.get(f"/ui/clusters/shadow/jobs/{job_id}", headers=AUTH).text
+        said = re.search(r'<p id="job-shadow" data-verdict="([^"]+)">(.*?)</p>', html, re.S)
+        assert said is not None, job_id
+        assert said.group(1) == verdict  # the shadow table's verdict, job by job
+        assert "the workload manager started it at" in said.group(2)
+        api = client.get(f"/v1/clusters/shadow/jobs/{job_id}", headers=AUTH).json()
+        for d in api["decisions"]:  # each dry run that would have started it, linked
+            assert f'href="/ui/clusters/shadow/decisions/{d["decision_id"]}"' in html
+            assert "would have started it (dry run)" in html
+
+
+def test_the_job_page_links_the_decision_that_started_it(client):
+    answer = dispatch(client, snapshot(queued=[job("q1")]))
+    running = {**job("q1"), "start": 1000, "allocation": {"n1": 1}}
+    dispatch(client, snapshot(time=1060, running=[running]))
+    html = client.get("/ui/clusters/c1/jobs/q1", headers=AUTH).text
+    listed = re.search(r'<ul id="job-decisions">(.*?)</ul>', html, re.S)
+    assert listed is not None
+    assert f'/decisions/{answer["decision_id"]}">decision #{answer["decision_id"]}</a>' in (
+        listed.group(1)
+    )
+    assert "started it" in listed.group(1) and "job-shadow" not in html
 
 
 @pytest.mark.parametrize(
