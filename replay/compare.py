@@ -129,7 +129,15 @@ PREDICTOR_NAMES = {
     "adaboost": "AdaBoost",
     "oracle": "the trace's real run times",
 }
+OVERRUN_NAMES = {
+    "one-second": "a job past its prediction expected to end within a second",
+    "request": "a job past its prediction expected to run to its limit",
+    "ladder": "a job past its prediction expected to run to the next usual request "
+    "(1, 5, 15, 30 min, 1, 2, 5 h, ...)",
+    "doubling": "a job past its prediction expected to run twice as long",
+}
 SAID = {
+    "overrun",
     "dispatcher",
     "predictor",
     "backfill_order",
@@ -156,6 +164,8 @@ def describe(policy: Policy) -> str:
             f", a start guarantee once a job has waited {human_duration(policy.wait_bound)}{depth}"
         )
     default = Policy()
+    if policy.overrun != default.overrun:
+        words += f"; {OVERRUN_NAMES.get(policy.overrun, policy.overrun)}"
     others = {
         k: v for k, v in policy.model_dump().items() if k not in SAID and getattr(default, k) != v
     }

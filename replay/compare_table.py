@@ -155,6 +155,8 @@ def _fmt(value: object) -> str:
         magnitude = abs(value)
         if magnitude >= 100:
             return f"{value:.0f}"
+        if magnitude >= 10:  # three significant figures, as the verdict says them
+            return f"{value:.1f}"
         if magnitude >= 1:
             return f"{value:.2f}"
         return f"{value:.3f}"

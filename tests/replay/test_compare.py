@@ -1,0 +1,25 @@
+"""Each policy of a comparison named in words (``describe``)."""
+
+from __future__ import annotations
+
+from cpsched.replay.compare import describe
+from cpsched.runtime.policy import Policy
+
+
+def test_the_named_policies_read_as_words_with_no_raw_setting():
+    for name in ("today", "easy++", "default", "bounded", "oracle"):
+        words = describe(Policy.named(name))
+        assert "=" not in words, (name, words)
+    assert describe(Policy.named("default")) == (
+        "HCP3 (constraint programming) on the users' last two run times"
+    )
+    assert describe(Policy.named("today")) == (
+        "EASY backfilling on the users' requested times; a job past its prediction "
+        "expected to end within a second"
+    )
+
+
+def test_a_setting_without_words_is_listed_by_name():
+    words = describe(Policy(overrun="doubling", retrain_every=10))
+    assert "a job past its prediction expected to run twice as long" in words
+    assert words.endswith("; retrain_every=10")
