@@ -164,7 +164,9 @@ def describe(policy: Policy) -> str:
             f", a start guarantee once a job has waited {human_duration(policy.wait_bound)}{depth}"
         )
     default = Policy()
-    if policy.overrun != default.overrun:
+    # A job can only outlive a prediction that is not its limit or its real run time.
+    guessed = policy.predictor not in ("wall-time", "oracle")
+    if guessed and policy.overrun != default.overrun:
         words += f"; {OVERRUN_NAMES.get(policy.overrun, policy.overrun)}"
     others = {
         k: v for k, v in policy.model_dump().items() if k not in SAID and getattr(default, k) != v

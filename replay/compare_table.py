@@ -167,7 +167,9 @@ def cell(row: Mapping[str, object], key: str) -> tuple[str, str]:
     """``row``'s value of ``key`` in its unit, and its ratio to the baseline (``×0.58``;
     empty when there is none)."""
     ratio = row.get(key + RATIO_SUFFIX)
-    return human(key, row.get(key)), f"×{ratio:.2f}" if isinstance(ratio, float) else ""
+    if not isinstance(ratio, float):
+        return human(key, row.get(key)), ""
+    return human(key, row.get(key)), f"×{ratio:.2f}" if ratio < 10 else f"×{ratio:.3g}"
 
 
 def to_markdown(rows: Sequence[Mapping[str, object]]) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cpsched.replay.compare_table import (
+    cell,
     comparison_rows,
     human,
     lookup,
@@ -370,3 +371,10 @@ def test_markdown_and_csv(tmp_path):
 )
 def test_cells_read_in_their_units(key, value, text):
     assert human(key, value) == text
+
+
+@pytest.mark.parametrize(
+    ("ratio", "text"), [(0.584, "×0.58"), (2.18, "×2.18"), (63.95, "×64"), (123.16, "×123")]
+)
+def test_ratios_read_to_three_figures_at_most(ratio, text):
+    assert cell({"replay_s": 60.0, "replay_s_ratio": ratio}, "replay_s")[1] == text
