@@ -9,7 +9,8 @@ Everything here is immutable and free of I/O and clocks: time is ``Snapshot.time
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter
@@ -159,6 +160,68 @@ def used_by(running: Sequence[RunningJob], nodes: int) -> dict[int, list[int]]:
     return used
 
 
+@dataclass(frozen=True, slots=True)
+class NodeUse:
+    """What the running jobs use on each node they run on (as :func:`used_by` sums it),
+    kept up to date as jobs start and end: on a large busy machine a call then sums only
+    the jobs that changed, not the tens of thousands still running."""
+
+    used: dict[int, list[int]]
+    jobs: dict[int, int]
+    """How many running jobs are allocated to each node in ``used``."""
+    touched: frozenset[int] | None = None
+    """The nodes whose use :meth:`changed` changed; None: made from scratch."""
+
+    @classmethod
+    def of(cls, running: Sequence[RunningJob], nodes: int) -> NodeUse:
+        jobs: dict[int, int] = {}
+        for rj in running:
+            for node, _ in rj.allocation:
+                jobs[node] = jobs.get(node, 0) + 1
+        return cls(used_by(running, nodes), jobs)
+
+    def changed(
+        self, gone: Iterable[RunningJob], added: Iterable[RunningJob], nodes: int
+    ) -> NodeUse:
+        """This use without the ``gone`` jobs and with the ``added`` ones (a new object:
+        the rows it changes are copies, this one stays as it was)."""
+        used, jobs = dict(self.used), dict(self.jobs)
+        copied: set[int] = set()
+
+        def own_row(node: int) -> list[int]:
+            row = used[node]
+            if node not in copied:
+                row = used[node] = list(row)
+                copied.add(node)
+            return row
+
+        for rj in gone:
+            ureq = rj.job.unit_request
+            for node, units in rj.allocation:
+                row = own_row(node)
+                for r, amount in enumerate(ureq):
+                    row[r] -= units * amount
+                jobs[node] -= 1
+                if not jobs[node]:
+                    del used[node], jobs[node]
+        for rj in added:
+            ureq = rj.job.unit_request
+            for node, units in rj.allocation:
+                if not 0 <= node < nodes:
+                    raise SnapshotError(
+                        f"running job {rj.job.id} is allocated to unknown node {node}"
+                    )
+                if node in used:
+                    row = own_row(node)
+                else:
+                    row = used[node] = [0] * len(ureq)
+                    copied.add(node)
+                for r, amount in enumerate(ureq):
+                    row[r] += units * amount
+                jobs[node] = jobs.get(node, 0) + 1
+        return NodeUse(used, jobs, frozenset(copied))
+
+
 def make_snapshot(
     time: int,
     resource_names: Sequence[str],
@@ -167,6 +230,7 @@ def make_snapshot(
     queued: Sequence[Job] = (),
     site: Site = NO_SITE,
     used: Mapping[int, Sequence[int]] | None = None,
+    since: tuple[Snapshot, AbstractSet[int]] | None = None,
 ) -> Snapshot:
     """A snapshot whose free capacity is derived from the running jobs' allocations.
 
@@ -174,14 +238,33 @@ def make_snapshot(
     jobs over-fill it: that stays visible to :func:`~cpsched.core.validate.check_snapshot`).
     ``used``: what the running jobs use on each node they run on, when the caller has
     summed it already (the service's codec): then only the exclusive jobs are read again.
+    ``since``: an earlier snapshot of the same nodes and the nodes whose running jobs
+    changed since (the codec's :class:`NodeUse` knows them): every other node that is the
+    very same object as then keeps its free row, so that a call on a large busy machine
+    derives rows only where jobs started or ended.
     """
-    # A node nothing runs on shares its capacity tuple as its free row: on a large,
-    # mostly idle machine a call then makes rows only where jobs run.
-    free: list[tuple[int, ...]] = [n.capacity for n in nodes]
     if used is None:
-        used = used_by(running, len(free))
+        used = used_by(running, len(nodes))
     whole = {node for rj in running if rj.job.exclusive for node, _ in rj.allocation}
-    for node, amounts in used.items():
+    redo: AbstractSet[int]
+    if since is not None and len(since[0].nodes) == len(nodes):
+        before, changed = since
+        free = list(before.free)
+        redo = {
+            i for i, (n, then) in enumerate(zip(nodes, before.nodes, strict=True)) if n is not then
+        }
+        redo |= changed
+        for i in redo:
+            free[i] = nodes[i].capacity
+    else:
+        # A node nothing runs on shares its capacity tuple as its free row: on a large,
+        # mostly idle machine a call then makes rows only where jobs run.
+        free = [n.capacity for n in nodes]
+        redo = used.keys()
+    for node in redo:
+        amounts = used.get(node)
+        if amounts is None:
+            continue  # nothing runs there (any more): its capacity is free
         left = [c - u for c, u in zip(free[node], amounts, strict=True)]
         free[node] = tuple(min(x, 0) for x in left) if node in whole else tuple(left)
     zeros = tuple(0 for _ in resource_names)

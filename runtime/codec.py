@@ -20,7 +20,8 @@ job on an unknown node or using an unknown type, a job both queued and running) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from operator import le
 from typing import Any
@@ -34,7 +35,7 @@ from cpsched.core import (
     make_snapshot,
 )
 from cpsched.core.capacity import units_fitting
-from cpsched.core.problem import used_by
+from cpsched.core.problem import NodeUse
 from cpsched.core.site import (
     NO_CONSTRAINTS,
     NO_SITE,
@@ -368,6 +369,10 @@ class TranslationMemo:
     partitions and the reservations."""
     queued: dict[str, tuple[JobIn, Job | RejectedJobOut]] = field(default_factory=dict)
     running: dict[str, tuple[RunningJobIn, RunningJob]] = field(default_factory=dict)
+    use: NodeUse | None = None
+    """What ``running`` uses on each node."""
+    snapshot: Snapshot | None = None
+    """The snapshot these translations made (its free rows are the next one's base)."""
     machine: MachineTranslation | None = None
 
 
@@ -390,11 +395,12 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
     context = (names, wire.nodes, wire.partitions, wire.reservations)
     earlier = TranslationMemo()
     if memo is not None and memo.context == context:
-        earlier = TranslationMemo(context, memo.queued, memo.running)
+        earlier = TranslationMemo(context, memo.queued, memo.running, memo.use, memo.snapshot)
 
     running: list[RunningJob] = []
     seen: set[str] = set()
     running_memo: dict[str, tuple[RunningJobIn, RunningJob]] = {}
+    added: list[RunningJob] = []
     for rj in wire.running:
         if rj.id in seen:
             raise SnapshotError(f"running job {rj.id!r} is listed twice")
@@ -402,13 +408,27 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
         core = _remembered(earlier.running, rj)
         if core is None:
             core = _running_job(rj, names, index, node_index)
+            added.append(core)
         running_memo[rj.id] = (rj, core)
         running.append(core)
-    used = used_by(running, len(wire.nodes))  # what runs on each node it runs on
+    # What runs on each node it runs on: last time's, less the jobs gone (or changed) and
+    # plus the new ones, when there is a last time on this machine.
+    if earlier.use is None:
+        use = NodeUse.of(running, len(wire.nodes))
+    else:
+        # (Set operations on the keys: tens of thousands of running jobs, a few changed.)
+        ended = earlier.running.keys() - running_memo.keys()
+        changed = {core.job.id for core in added} & earlier.running.keys()
+        gone = [earlier.running[job_id][1] for job_id in (*ended, *changed)]
+        use = earlier.use.changed(gone, added, len(wire.nodes))
+    used = use.used
 
     rejected: list[RejectedJobOut] = []
     notes: list[str] = []
-    nodes = _nodes(machine, wire.nodes, used, notes)
+    since = None
+    if earlier.snapshot is not None and use.touched is not None:
+        since = (earlier.snapshot, use.touched)
+    nodes = _nodes(machine, wire.nodes, used, notes, since)
     idle = machine.idle
     # What each request shape (per_unit's items) is on this snapshot's types: a queue of
     # 100,000 jobs repeats a few dozen.
@@ -427,14 +447,13 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
             rejected.append(outcome)
         else:
             queued.append(outcome)
+    # make_snapshot derives free capacity from the (adjusted) capacities and what runs on
+    # each node (where it changed, when there is a last time), and sorts the queue stably
+    # by submit time, keeping the bridge's order for equal times.
+    snapshot = make_snapshot(wire.time, names, nodes, running, queued, site, used, since)
     if memo is not None:
         memo.context, memo.queued, memo.running = context, queued_memo, running_memo
-        memo.machine = machine
-
-    # make_snapshot derives free capacity from the (adjusted) capacities and what runs on
-    # each node, and sorts the queue stably by submit time, keeping the bridge's order for
-    # equal times.
-    snapshot = make_snapshot(wire.time, names, nodes, running, queued, site, used)
+        memo.use, memo.snapshot, memo.machine = use, snapshot, machine
     return Translated(snapshot, rejected, notes)
 
 
@@ -443,16 +462,28 @@ def _nodes(
     wire: Sequence[NodeIn],
     used: Mapping[int, Sequence[int]],
     notes: list[str],
+    since: tuple[Snapshot, AbstractSet[int]] | None = None,
 ) -> list[Node]:
     """The core's nodes, given what the running jobs use on the nodes in ``used``: the
     machine's nodes as translated with nothing running, but for the nodes that are not
     up or over-committed by what runs there, translated again (in node order, for the
-    notes' order)."""
+    notes' order). ``since``: the previous snapshot of this machine and the nodes whose
+    running jobs changed since: only those and the nodes translated again then are
+    looked at (every other one is within its capacity as it was)."""
     if not used:
         return machine.nodes
+    candidates: Iterable[int] = sorted(used)
+    if since is not None:
+        before, touched = since
+        again = {
+            i
+            for i, (then, idle) in enumerate(zip(before.nodes, machine.nodes, strict=True))
+            if then is not idle
+        }
+        candidates = sorted((again | touched) & used.keys())
     nodes = machine.nodes
     copied = False
-    for i in sorted(used):
+    for i in candidates:
         row, node = used[i], nodes[i]
         if wire[i].state == "up" and all(map(le, row, node.capacity)):
             continue  # within its capacity: what runs there changes nothing of the node

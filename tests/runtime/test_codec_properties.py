@@ -41,6 +41,7 @@ def wire_snapshots(draw: st.DrawFn) -> DispatchRequest:
                 "id": f"r{j}", "submit": 0, "start": draw(st.integers(0, 90)),
                 "time_limit": draw(st.integers(1, 500)), "units": units,
                 "per_unit": {"cpu": 1}, "allocation": {f"n{node}": units},
+                "exclusive": draw(st.integers(0, 3)) == 0,
             }
         )  # fmt: skip
     queued = []
@@ -151,15 +152,21 @@ def test_a_translation_memo_changes_nothing_but_the_work(wires, data):
                     "running": still,
                 }
             wire = wire.model_copy(update=update)
-        fresh, remembered = to_snapshot(wire), to_snapshot(wire, memo)
-        assert remembered.snapshot == fresh.snapshot
-        # The codec hands make_snapshot what runs on each node: the same free capacity
-        # as make_snapshot sums from the allocations itself.
-        s = fresh.snapshot
-        summed = make_snapshot(s.time, s.resource_names, s.nodes, s.running, s.queued, s.site)
-        assert summed == s
-        assert remembered.rejected == fresh.rejected
-        assert remembered.notes == fresh.notes
+        steps = [wire]
+        if previous is not None and wire.nodes is previous.nodes:
+            # ...and then the jobs gone come back: what runs on each node, kept from
+            # call to call, must grow as it shrank.
+            steps.append(wire.model_copy(update={"running": previous.running}))
+        for step in steps:
+            fresh, remembered = to_snapshot(step), to_snapshot(step, memo)
+            assert remembered.snapshot == fresh.snapshot
+            # The codec hands make_snapshot what runs on each node: the same free
+            # capacity as make_snapshot sums from the allocations itself.
+            s = fresh.snapshot
+            summed = make_snapshot(s.time, s.resource_names, s.nodes, s.running, s.queued, s.site)
+            assert summed == s
+            assert remembered.rejected == fresh.rejected
+            assert remembered.notes == fresh.notes
         previous = wire
 
 
