@@ -272,13 +272,10 @@ def record_decision(session: Session, row: DecisionRow) -> int:
     concerned = {(s["job_id"], "start") for s in row.starts}
     concerned |= {(e["job_id"], "extend") for e in row.extensions}
     if concerned:  # one executemany: an ORM object per start cost 50 µs each
+        keys = {"decision_id": row.id, "cluster_id": row.cluster_id}
         session.execute(
             insert(DecisionJobRow),
-            [
-                {"decision_id": row.id, "job_id": job, "action": action, "cluster_id": cluster}
-                for job, action in sorted(concerned)
-                for cluster in (row.cluster_id,)
-            ],
+            [{**keys, "job_id": job, "action": action} for job, action in sorted(concerned)],
         )
     return row.id
 
