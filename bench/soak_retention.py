@@ -34,12 +34,15 @@ T0 = 1_700_000_000
 CPUS = 32
 
 
-def write_config(path: Path, database: Path, keep_days: float, interval_s: float) -> None:
+def write_config(
+    path: Path, database: Path, keep_days: float, interval_s: float, mmap_threshold_kib: int
+) -> None:
     path.write_text(
         "\n".join(
             [
                 f'database_url = "sqlite:///{database}"',
                 "upgrade_on_start = true",
+                f"malloc_mmap_threshold_kib = {mmap_threshold_kib}",
                 "[[tokens]]",
                 'name = "bridge"',
                 f'secret = "{TOKEN}"',
@@ -159,11 +162,17 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=60.0)
     parser.add_argument("--window", type=float, default=300.0)
     parser.add_argument("--queue", type=int, default=300, help="queued jobs kept waiting")
+    parser.add_argument(
+        "--mmap-threshold-kib",
+        type=int,
+        default=128,
+        help="the service's malloc_mmap_threshold_kib (0: glibc's moving default)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cpsched-soak-"))
     database = work / "cpsched.db"
     config = work / "cpsched.toml"
-    write_config(config, database, args.keep_days, args.interval)
+    write_config(config, database, args.keep_days, args.interval, args.mmap_threshold_kib)
     service = LocalService(config, free_port(), work / "service.log")
     service.start()
     assert service.process is not None
@@ -171,7 +180,8 @@ def main() -> None:
     cluster.arrive(args.queue)
     print(
         f"soak: {args.nodes} nodes, a call every {args.gap:g} s advancing the cluster "
-        f"{args.step} s, history kept {args.keep_days:g} days, pruned every {args.interval:g} s"
+        f"{args.step} s, history kept {args.keep_days:g} days, pruned every {args.interval:g} s, "
+        f"mmap threshold {args.mmap_threshold_kib} KiB"
     )
     print(
         "minute  cluster day  decisions  predictions  finished  db (metric) MB  file+wal MB"

@@ -88,6 +88,9 @@ class ServiceSettings(BaseSettings):
     metrics_token: SecretStr | None = None
     """When set, ``/metrics`` answers only requests bearing this token (Prometheus:
     ``authorization`` in the scrape config): it names every cluster; unset, it is open."""
+    malloc_mmap_threshold_kib: int = Field(128, ge=0)
+    """Blocks from this size on are mapped and given back when freed (glibc only; 0: glibc's
+    moving threshold, under which RSS creeps up call after call): :mod:`cpsched.service.malloc`."""
 
     @classmethod
     def settings_customise_sources(

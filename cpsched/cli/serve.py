@@ -59,6 +59,7 @@ def serve(
 
     from cpsched.runtime.gc_pause import freeze_what_lives_now
     from cpsched.service.app import create_app
+    from cpsched.service.malloc import fix_mmap_threshold
 
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port {port} is not a port: give one from 1 to 65535 (0: any free)")
@@ -66,6 +67,7 @@ def serve(
         config, database_url=database_url, upgrade_on_start=True if upgrade else None
     )
     logs.configure(settings.log_level.upper())
+    fix_mmap_threshold(settings.malloc_mmap_threshold_kib)
     listener = _listen(host, port)
     try:
         app = create_app(settings)
