@@ -169,23 +169,29 @@ class NodeUse:
     used: dict[int, list[int]]
     jobs: dict[int, int]
     """How many running jobs are allocated to each node in ``used``."""
+    exclusive: dict[int, int]
+    """How many of them take their nodes whole, on each node one does."""
     touched: frozenset[int] | None = None
     """The nodes whose use :meth:`changed` changed; None: made from scratch."""
 
     @classmethod
     def of(cls, running: Sequence[RunningJob], nodes: int) -> NodeUse:
         jobs: dict[int, int] = {}
+        exclusive: dict[int, int] = {}
         for rj in running:
+            whole = rj.job.exclusive
             for node, _ in rj.allocation:
                 jobs[node] = jobs.get(node, 0) + 1
-        return cls(used_by(running, nodes), jobs)
+                if whole:
+                    exclusive[node] = exclusive.get(node, 0) + 1
+        return cls(used_by(running, nodes), jobs, exclusive)
 
     def changed(
         self, gone: Iterable[RunningJob], added: Iterable[RunningJob], nodes: int
     ) -> NodeUse:
         """This use without the ``gone`` jobs and with the ``added`` ones (a new object:
         the rows it changes are copies, this one stays as it was)."""
-        used, jobs = dict(self.used), dict(self.jobs)
+        used, jobs, exclusive = dict(self.used), dict(self.jobs), dict(self.exclusive)
         copied: set[int] = set()
 
         def own_row(node: int) -> list[int]:
@@ -204,6 +210,10 @@ class NodeUse:
                 jobs[node] -= 1
                 if not jobs[node]:
                     del used[node], jobs[node]
+                if rj.job.exclusive:
+                    exclusive[node] -= 1
+                    if not exclusive[node]:
+                        del exclusive[node]
         for rj in added:
             ureq = rj.job.unit_request
             for node, units in rj.allocation:
@@ -219,7 +229,9 @@ class NodeUse:
                 for r, amount in enumerate(ureq):
                     row[r] += units * amount
                 jobs[node] = jobs.get(node, 0) + 1
-        return NodeUse(used, jobs, frozenset(copied))
+                if rj.job.exclusive:
+                    exclusive[node] = exclusive.get(node, 0) + 1
+        return NodeUse(used, jobs, exclusive, frozenset(copied))
 
 
 def make_snapshot(
@@ -231,29 +243,29 @@ def make_snapshot(
     site: Site = NO_SITE,
     used: Mapping[int, Sequence[int]] | None = None,
     since: tuple[Snapshot, AbstractSet[int]] | None = None,
+    whole: AbstractSet[int] | None = None,
 ) -> Snapshot:
     """A snapshot whose free capacity is derived from the running jobs' allocations.
 
     A node running an exclusive job has nothing free (nor less than nothing, unless other
     jobs over-fill it: that stays visible to :func:`~cpsched.core.validate.check_snapshot`).
-    ``used``: what the running jobs use on each node they run on, when the caller has
-    summed it already (the service's codec): then only the exclusive jobs are read again.
-    ``since``: an earlier snapshot of the same nodes and the nodes whose running jobs
-    changed since (the codec's :class:`NodeUse` knows them): every other node that is the
-    very same object as then keeps its free row, so that a call on a large busy machine
-    derives rows only where jobs started or ended.
+    ``used``: what the running jobs use on each node they run on, and ``whole``: the
+    nodes an exclusive job runs on, when the caller has them already (the service's
+    codec: :class:`NodeUse`). ``since``: an earlier snapshot of the same nodes and every
+    node whose free row may differ from then (what runs there changed, or it is another
+    :class:`Node`): the caller vouches that every other node is the very same object as
+    then, which keeps its free row, so that a call on a large busy machine derives rows
+    (and totals) only where jobs started or ended.
     """
     if used is None:
         used = used_by(running, len(nodes))
-    whole = {node for rj in running if rj.job.exclusive for node, _ in rj.allocation}
+    if whole is None:
+        whole = {node for rj in running if rj.job.exclusive for node, _ in rj.allocation}
+    zeros = tuple(0 for _ in resource_names)
     redo: AbstractSet[int]
     if since is not None and len(since[0].nodes) == len(nodes):
-        before, changed = since
+        before, redo = since
         free = list(before.free)
-        redo = {
-            i for i, (n, then) in enumerate(zip(nodes, before.nodes, strict=True)) if n is not then
-        }
-        redo |= changed
         for i in redo:
             free[i] = nodes[i].capacity
     else:
@@ -267,13 +279,24 @@ def make_snapshot(
             continue  # nothing runs there (any more): its capacity is free
         left = [c - u for c, u in zip(free[node], amounts, strict=True)]
         free[node] = tuple(min(x, 0) for x in left) if node in whole else tuple(left)
-    zeros = tuple(0 for _ in resource_names)
-    free_total = tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros
-    capacity_total = (
-        tuple(sum(col) for col in zip(*(n.capacity for n in nodes), strict=True))
-        if nodes
-        else zeros
-    )
+    if since is not None and len(since[0].nodes) == len(nodes):
+        # The totals moved only by the rows and capacities that changed (exact integers).
+        before = since[0]
+        free_total = _moved(
+            before.free_total, (free[i] for i in redo), (before.free[i] for i in redo)
+        )
+        capacity_total = _moved(
+            before.capacity_total,
+            (nodes[i].capacity for i in redo),
+            (before.nodes[i].capacity for i in redo),
+        )
+    else:
+        free_total = tuple(sum(col) for col in zip(*free, strict=True)) if free else zeros
+        capacity_total = (
+            tuple(sum(col) for col in zip(*(n.capacity for n in nodes), strict=True))
+            if nodes
+            else zeros
+        )
     return Snapshot(
         time=time,
         resource_names=tuple(resource_names),
@@ -285,6 +308,18 @@ def make_snapshot(
         capacity_total=capacity_total,
         site=site,
     )
+
+
+def _moved(total: Amounts, now: Iterable[Amounts], then: Iterable[Amounts]) -> Amounts:
+    """``total`` with the rows ``then`` replaced by the rows ``now``."""
+    moved = list(total)
+    for row in now:
+        for r, x in enumerate(row):
+            moved[r] += x
+    for row in then:
+        for r, x in enumerate(row):
+            moved[r] -= x
+    return tuple(moved)
 
 
 @dataclass(frozen=True, slots=True)

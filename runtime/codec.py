@@ -20,11 +20,10 @@ job on an unknown node or using an unknown type, a job both queued and running) 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from operator import le
-from typing import Any
+from operator import itemgetter, le
 
 from cpsched.core import (
     Decision,
@@ -47,6 +46,8 @@ from cpsched.core.site import (
     parse_features,
 )
 from cpsched.errors import SnapshotError
+from cpsched.runtime.durations import RunningChanges
+from cpsched.wire.deltas import RunningDelta
 from cpsched.wire.schemas import (
     MAX_RESOURCE_TYPES,
     DecisionOut,
@@ -68,6 +69,9 @@ class Translated:
     snapshot: Snapshot
     rejected: list[RejectedJobOut] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    changes: RunningChanges | None = None
+    """The running jobs new or changed, and gone, since the memo's previous snapshot (for
+    :meth:`~cpsched.runtime.durations.DurationBook.sync`), when there was one."""
 
 
 CANONICAL_FIRST = ("cpu", "mem")
@@ -374,18 +378,20 @@ class TranslationMemo:
     snapshot: Snapshot | None = None
     """The snapshot these translations made (its free rows are the next one's base)."""
     machine: MachineTranslation | None = None
+    replaced: frozenset[int] = frozenset()
+    """The nodes of ``snapshot`` translated again, not the machine's (not up, or
+    over-committed)."""
+    running_list: list[RunningJobIn] | None = None
+    """The wire's running list ``running`` was translated from (the very object: a
+    delta's :class:`~cpsched.wire.deltas.RunningDelta` names its base's)."""
 
 
-def _remembered(memo: dict[str, tuple[Any, Any]], wire: JobIn) -> Any:
-    """What ``wire`` translated to last time, if it is the same job as then."""
-    hit = memo.get(wire.id)
-    if hit is not None and (hit[0] is wire or hit[0] == wire):
-        return hit[1]
-    return None
-
-
-def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Translated:
-    """The core's snapshot of ``wire``, reusing (and updating) ``memo``'s translations."""
+def to_snapshot(
+    wire: SnapshotIn, memo: TranslationMemo | None = None, delta: RunningDelta | None = None
+) -> Translated:
+    """The core's snapshot of ``wire``, reusing (and updating) ``memo``'s translations.
+    ``delta``: how ``wire``'s running jobs differ from those the memo translated last,
+    when ``wire`` was merged from a delta: then only the jobs it names are looked at."""
     machine = memo.machine if memo is not None else None
     if machine is None or not machine.serves(wire):
         machine = translate_machine(wire)
@@ -395,40 +401,52 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
     context = (names, wire.nodes, wire.partitions, wire.reservations)
     earlier = TranslationMemo()
     if memo is not None and memo.context == context:
-        earlier = TranslationMemo(context, memo.queued, memo.running, memo.use, memo.snapshot)
+        earlier = TranslationMemo(
+            context,
+            memo.queued,
+            memo.running,
+            memo.use,
+            memo.snapshot,
+            memo.machine,
+            memo.replaced,
+            memo.running_list,
+        )
 
-    running: list[RunningJob] = []
-    seen: set[str] = set()
-    running_memo: dict[str, tuple[RunningJobIn, RunningJob]] = {}
-    added: list[RunningJob] = []
-    for rj in wire.running:
-        if rj.id in seen:
-            raise SnapshotError(f"running job {rj.id!r} is listed twice")
-        seen.add(rj.id)
-        core = _remembered(earlier.running, rj)
-        if core is None:
-            core = _running_job(rj, names, index, node_index)
-            added.append(core)
-        running_memo[rj.id] = (rj, core)
-        running.append(core)
+    def translate(rj: RunningJobIn) -> RunningJob:
+        return _running_job(rj, names, index, node_index)
+
+    if delta is not None and earlier.running_list is delta.base:
+        running_memo, added, gone_ids = _running_changed(delta, earlier.running, translate)
+        running = list(map(itemgetter(1), map(running_memo.__getitem__, delta.ids)))
+    else:
+        running, running_memo, added = _running_all(wire.running, earlier.running, translate)
+        gone_ids = None
     # What runs on each node it runs on: last time's, less the jobs gone (or changed) and
     # plus the new ones, when there is a last time on this machine.
+    changes = None
     if earlier.use is None:
         use = NodeUse.of(running, len(wire.nodes))
     else:
-        # (Set operations on the keys: tens of thousands of running jobs, a few changed.)
-        ended = earlier.running.keys() - running_memo.keys()
-        changed = {core.job.id for core in added} & earlier.running.keys()
-        gone = [earlier.running[job_id][1] for job_id in (*ended, *changed)]
+        if gone_ids is None:
+            # (Set operations on the keys: tens of thousands of running jobs, a few changed.)
+            ended = earlier.running.keys() - running_memo.keys()
+            gone_ids = ended | ({core.job.id for core in added} & earlier.running.keys())
+        gone = [earlier.running[job_id][1] for job_id in gone_ids]
         use = earlier.use.changed(gone, added, len(wire.nodes))
+        if earlier.snapshot is not None:
+            changes = RunningChanges(earlier.snapshot, added, gone_ids)
     used = use.used
 
     rejected: list[RejectedJobOut] = []
     notes: list[str] = []
+    # Since the last snapshot of this very machine translation, only the nodes whose
+    # running jobs changed, and those translated again then or now, can differ.
     since = None
-    if earlier.snapshot is not None and use.touched is not None:
-        since = (earlier.snapshot, use.touched)
-    nodes = _nodes(machine, wire.nodes, used, notes, since)
+    if earlier.snapshot is not None and earlier.machine is machine and use.touched is not None:
+        nodes, replaced = _nodes(machine, wire.nodes, used, notes, (earlier.replaced, use.touched))
+        since = (earlier.snapshot, use.touched | earlier.replaced | replaced)
+    else:
+        nodes, replaced = _nodes(machine, wire.nodes, used, notes)
     idle = machine.idle
     # What each request shape (per_unit's items) is on this snapshot's types: a queue of
     # 100,000 jobs repeats a few dozen.
@@ -436,13 +454,13 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
     queued: list[Job] = []
     queued_memo: dict[str, tuple[JobIn, Job | RejectedJobOut]] = {}
     for wj in wire.queued:
-        if wj.id in seen:
+        if wj.id in queued_memo or wj.id in running_memo:
             raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
-        seen.add(wj.id)
-        outcome = _remembered(earlier.queued, wj)
-        if outcome is None:
-            outcome = _queued_job(wj, names, index, site, shapes, idle)
-        queued_memo[wj.id] = (wj, outcome)
+        was = earlier.queued.get(wj.id)
+        if was is None or (was[0] is not wj and was[0] != wj):
+            was = (wj, _queued_job(wj, names, index, site, shapes, idle))
+        queued_memo[wj.id] = was
+        outcome = was[1]
         if isinstance(outcome, RejectedJobOut):
             rejected.append(outcome)
         else:
@@ -450,11 +468,64 @@ def to_snapshot(wire: SnapshotIn, memo: TranslationMemo | None = None) -> Transl
     # make_snapshot derives free capacity from the (adjusted) capacities and what runs on
     # each node (where it changed, when there is a last time), and sorts the queue stably
     # by submit time, keeping the bridge's order for equal times.
-    snapshot = make_snapshot(wire.time, names, nodes, running, queued, site, used, since)
+    snapshot = make_snapshot(
+        wire.time, names, nodes, running, queued, site, used, since, use.exclusive.keys()
+    )
     if memo is not None:
         memo.context, memo.queued, memo.running = context, queued_memo, running_memo
         memo.use, memo.snapshot, memo.machine = use, snapshot, machine
-    return Translated(snapshot, rejected, notes)
+        memo.running_list, memo.replaced = wire.running, frozenset(replaced)
+    return Translated(snapshot, rejected, notes, changes)
+
+
+RunningMemo = dict[str, tuple[RunningJobIn, RunningJob]]
+
+
+def _running_all(
+    wire: list[RunningJobIn],
+    remembered: RunningMemo,
+    translate: Callable[[RunningJobIn], RunningJob],
+) -> tuple[list[RunningJob], RunningMemo, list[RunningJob]]:
+    """Every running job of ``wire``: as translated last time when it is the same (the
+    very tuple kept in the memo, so that tens of thousands of unchanged jobs allocate
+    nothing), else translated. Returns the core's running jobs, the next memo and the
+    jobs translated (new or changed)."""
+    running: list[RunningJob] = []
+    running_memo: RunningMemo = {}
+    added: list[RunningJob] = []
+    for rj in wire:
+        if rj.id in running_memo:
+            raise SnapshotError(f"running job {rj.id!r} is listed twice")
+        kept = remembered.get(rj.id)
+        if kept is None or (kept[0] is not rj and kept[0] != rj):
+            kept = (rj, translate(rj))
+            added.append(kept[1])
+        running_memo[rj.id] = kept
+        running.append(kept[1])
+    return running, running_memo, added
+
+
+def _running_changed(
+    delta: RunningDelta,
+    remembered: RunningMemo,
+    translate: Callable[[RunningJobIn], RunningJob],
+) -> tuple[RunningMemo, list[RunningJob], set[str]]:
+    """The running jobs of a merged snapshot from the memo of its base's (``delta``):
+    the jobs it sent translated unless the same as remembered, the ones gone dropped (a
+    merged snapshot lists no job twice). Returns the next memo, the jobs translated and
+    the ids of the base's jobs gone or changed."""
+    running_memo = dict(remembered)
+    for job_id in delta.gone:
+        del running_memo[job_id]
+    added: list[RunningJob] = []
+    for rj in delta.sent:
+        kept = remembered.get(rj.id)
+        if kept is None or (kept[0] is not rj and kept[0] != rj):
+            kept = (rj, translate(rj))
+            added.append(kept[1])
+        running_memo[rj.id] = kept
+    again = {rj.id for rj in delta.sent} - {core.job.id for core in added}
+    return running_memo, added, set(delta.gone - again)
 
 
 def _nodes(
@@ -462,24 +533,20 @@ def _nodes(
     wire: Sequence[NodeIn],
     used: Mapping[int, Sequence[int]],
     notes: list[str],
-    since: tuple[Snapshot, AbstractSet[int]] | None = None,
-) -> list[Node]:
+    since: tuple[AbstractSet[int], AbstractSet[int]] | None = None,
+) -> tuple[list[Node], set[int]]:
     """The core's nodes, given what the running jobs use on the nodes in ``used``: the
     machine's nodes as translated with nothing running, but for the nodes that are not
     up or over-committed by what runs there, translated again (in node order, for the
-    notes' order). ``since``: the previous snapshot of this machine and the nodes whose
-    running jobs changed since: only those and the nodes translated again then are
-    looked at (every other one is within its capacity as it was)."""
+    notes' order); and the indices of those. ``since``: the nodes translated again for
+    the previous snapshot of this machine and the nodes whose running jobs changed
+    since: only those are looked at (every other one is within its capacity as it was)."""
+    replaced: set[int] = set()
     if not used:
-        return machine.nodes
+        return machine.nodes, replaced
     candidates: Iterable[int] = sorted(used)
     if since is not None:
-        before, touched = since
-        again = {
-            i
-            for i, (then, idle) in enumerate(zip(before.nodes, machine.nodes, strict=True))
-            if then is not idle
-        }
+        again, touched = since
         candidates = sorted((again | touched) & used.keys())
     nodes = machine.nodes
     copied = False
@@ -490,7 +557,8 @@ def _nodes(
         if not copied:
             nodes, copied = list(nodes), True
         nodes[i] = _node(wire[i], row, machine.names, notes)
-    return nodes
+        replaced.add(i)
+    return nodes, replaced
 
 
 def _node(node: NodeIn, used: Sequence[int], names: tuple[str, ...], notes: list[str]) -> Node:
@@ -569,7 +637,7 @@ def to_decision_out(
     decision_id: int | None,
     snapshot_digest: str = "",
 ) -> DecisionOut:
-    node_names = [node.name for node in snapshot.nodes]
+    nodes = snapshot.nodes
     d = decision.diagnostics
     return DecisionOut(
         cluster=cluster,
@@ -580,7 +648,7 @@ def to_decision_out(
         starts=[
             StartOut(
                 job_id=s.job_id,
-                allocation={node_names[node]: units for node, units in s.allocation},
+                allocation={nodes[node].name: units for node, units in s.allocation},
                 predicted_run_time=predicted[s.job_id],
                 may_drift=s.may_drift,
             )

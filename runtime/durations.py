@@ -25,11 +25,12 @@ brings the book up to each one with :meth:`~DurationBook.sync`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
-from cpsched.core import Job, Snapshot
+from cpsched.core import Job, RunningJob, Snapshot
 from cpsched.predictor.base import FinishedJob, Predictor
 from cpsched.runtime.overrun import OverrunRule, overrun_duration
 
@@ -47,6 +48,16 @@ class Prediction:
     time: int
 
 
+class RunningChanges(NamedTuple):
+    """How a snapshot's running jobs differ from those of the snapshot ``since``: the
+    jobs new or changed (in the snapshot's order) and the ids of those gone or changed
+    (the service's codec knows both: :func:`~cpsched.runtime.codec.to_snapshot`)."""
+
+    since: Snapshot
+    added: Sequence[RunningJob]
+    gone: AbstractSet[str]
+
+
 class DurationBook:
     """The durations of one cluster's queued and running jobs, and its predictor's lessons."""
 
@@ -62,7 +73,15 @@ class DurationBook:
         self._running: dict[str, tuple[int, int]] = {}
         """Each running job's start and current limit."""
         self._due: list[tuple[int, str]] = []
-        """Running jobs' predicted ends, as a heap: who may have outlived a prediction."""
+        """Running jobs' predicted ends, as a heap: who may have outlived a prediction
+        (entries whose job ended or was predicted again since are skipped)."""
+        self._synced: Snapshot | None = None
+        """The snapshot of the last :meth:`sync` (None: the book follows events)."""
+        self._running_jobs: dict[str, RunningJob] = {}
+        """That snapshot's running jobs, by id (kept by :meth:`sync` only)."""
+        self._touched: set[str] = set()
+        """Jobs an event or :meth:`correct` changed since that snapshot's sync: the next
+        sync works them out again (kept only between syncs)."""
 
     # -- events, as a simulator sees them ------------------------------------------------
 
@@ -71,6 +90,7 @@ class DurationBook:
         duration = self.predictor.predict(job, t)
         self._queued[job.id] = duration
         self.durations[job.id] = duration
+        self._touch(job.id)
         return duration
 
     def start_prediction(self, job: Job, t: int) -> int:
@@ -88,6 +108,7 @@ class DurationBook:
         self._running[job.id] = (t, job.time_limit)
         if self.overrun != "one-second":
             heapq.heappush(self._due, (t + duration, job.id))
+        self._touch(job.id)
         return duration
 
     def extended(self, job_id: str, new_limit: int) -> None:
@@ -98,6 +119,7 @@ class DurationBook:
         self._running[job_id] = (start, new_limit)
         if self.overrun != "one-second":
             heapq.heappush(self._due, (start + duration, job_id))
+        self._touch(job_id)
 
     def correct(self, t: int) -> None:
         """Give every running job that has outlived its prediction by ``t`` a new one,
@@ -110,6 +132,8 @@ class DurationBook:
                 continue  # ended, or predicted again since
             start, limit = run
             duration = overrun_duration(self.overrun, durations[job_id], t - start, limit)
+            if duration != durations[job_id]:
+                self._touch(job_id)  # the next sync judges it again from its prediction
             durations[job_id] = duration
             if start + duration > t:  # else past its limit: overdue for good
                 heapq.heappush(due, (start + duration, job_id))
@@ -120,6 +144,7 @@ class DurationBook:
         self._queued.pop(job.id, None)
         self._started.pop(job.id, None)
         self._running.pop(job.id, None)
+        self._touch(job.id)
         self.learn(job, start, end, censored=censored)
 
     def learn(self, job: Job, start: int, end: int, *, censored: bool) -> None:
@@ -129,38 +154,150 @@ class DurationBook:
 
     # -- snapshots, as the service sees them --------------------------------------------
 
-    def is_started(self, job_id: str) -> bool:
-        return job_id in self._started
-
     def start_of(self, job_id: str) -> int | None:
         """The prediction a running job got when it started, if this book saw it start."""
         return self._started.get(job_id)
 
-    def sync(self, snapshot: Snapshot, stored_starts: Mapping[str, int]) -> list[Prediction]:
+    def sync(
+        self,
+        snapshot: Snapshot,
+        stored_starts: Mapping[str, int],
+        changes: RunningChanges | None = None,
+    ) -> list[Prediction]:
         """Bring the book up to ``snapshot``: predict the jobs seen for the first time,
         raise extended jobs to their limits, forget the jobs that are gone. Returns the
         predictions made.
 
         ``stored_starts`` are start predictions kept elsewhere (a database) for running
         jobs this book has not seen start: the process restarted, or the job started
-        outside cpsched.
+        outside cpsched. ``changes``: how the running jobs differ from those of the
+        snapshot the book was last brought up to, when the caller knows: then only those
+        and the jobs changed since by events are worked out again (on a busy machine of
+        tens of thousands of running jobs, a few change per call), to the same book.
         """
-        t = snapshot.time
-        made: list[Prediction] = []
+        if changes is not None and changes.since is self._synced and self._synced is not None:
+            made = self._sync_running_changes(snapshot, stored_starts, changes)
+        else:
+            made = self._sync_running(snapshot, stored_starts)
+        self._sync_queued(snapshot, made)
+        self._synced = snapshot
+        self._touched = set()
+        return made
+
+    def without_start_prediction(
+        self, snapshot: Snapshot, changes: RunningChanges | None = None
+    ) -> list[str]:
+        """The running jobs :meth:`sync` would predict at their start, not having seen them
+        start: the ids whose stored start predictions (if any) it should be given."""
+        if changes is not None and changes.since is self._synced and self._synced is not None:
+            added = [rj.job.id for rj in changes.added]
+            touched = (self._touched & self._running_jobs.keys()) - set(added)
+            return [job_id for job_id in (*added, *touched) if job_id not in self._started]
+        return [rj.job.id for rj in snapshot.running if rj.job.id not in self._started]
+
+    def _base_duration(self, rj: RunningJob, prediction: int) -> int:
+        """What a running job is expected to take before :meth:`correct` judges it: its
+        prediction at start, or its limit once extended (EASY++)."""
+        return max(prediction, rj.time_limit) if rj.extensions else prediction
+
+    def _sync_running(
+        self, snapshot: Snapshot, stored_starts: Mapping[str, int]
+    ) -> list[Prediction]:
+        """The running part of :meth:`sync`, worked out from every running job."""
         durations: dict[str, int] = {}
         started: dict[str, int] = {}
         running: dict[str, tuple[int, int]] = {}
-        for rj in snapshot.running:
+        made = self._enter_running(
+            snapshot.running,
+            snapshot.time,
+            stored_starts,
+            self._started,
+            started,
+            durations,
+            running,
+        )
+        self._started, self.durations, self._running = started, durations, running
+        self._running_jobs = {rj.job.id: rj for rj in snapshot.running}
+        self._due = []
+        if self.overrun != "one-second":
+            self._due = [
+                (start + durations[job_id], job_id) for job_id, (start, _) in running.items()
+            ]
+            heapq.heapify(self._due)
+        return made
+
+    def _sync_running_changes(
+        self, snapshot: Snapshot, stored_starts: Mapping[str, int], changes: RunningChanges
+    ) -> list[Prediction]:
+        """The running part of :meth:`sync` from ``changes`` and the jobs touched since the
+        last sync: the book :meth:`_sync_running` would make. The maps are copied, not
+        changed in place, so that a dispatch abandoned at its deadline and still reading
+        the previous ones sees them unchanged."""
+        jobs = dict(self._running_jobs)
+        started, durations, running = dict(self._started), dict(self.durations), dict(self._running)
+        due = list(self._due) if self.overrun != "one-second" else []
+        for job_id in changes.gone:
+            del jobs[job_id]
+        added = {rj.job.id for rj in changes.added}
+        for job_id in (changes.gone | self._touched) - added:
+            if job_id not in jobs:  # gone, or an event's job that never ran here
+                started.pop(job_id, None)
+                durations.pop(job_id, None)
+                running.pop(job_id, None)
+        again = [jobs[job_id] for job_id in self._touched if job_id in jobs and job_id not in added]
+        entered = (*changes.added, *again)
+        made = self._enter_running(
+            entered, snapshot.time, stored_starts, started, started, durations, running
+        )
+        for rj in entered:
+            jobs[rj.job.id] = rj
+            if self.overrun != "one-second":
+                heapq.heappush(due, (rj.start + durations[rj.job.id], rj.job.id))
+        if len(due) > 2 * len(running) + 1024:
+            # Entries of jobs gone or predicted again wait until their time passes: drop them.
+            due = [(start + durations[job_id], job_id) for job_id, (start, _) in running.items()]
+            heapq.heapify(due)
+        self._running_jobs, self._started, self.durations, self._running = (
+            jobs,
+            started,
+            durations,
+            running,
+        )
+        self._due = due
+        return made
+
+    def _enter_running(
+        self,
+        jobs: Iterable[RunningJob],
+        t: int,
+        stored_starts: Mapping[str, int],
+        known: Mapping[str, int],
+        started: dict[str, int],
+        durations: dict[str, int],
+        running: dict[str, tuple[int, int]],
+    ) -> list[Prediction]:
+        """Put running ``jobs`` into the maps: each with the prediction ``known`` holds
+        for its start, else the stored one, else one made now (returned, to store)."""
+        made: list[Prediction] = []
+        for rj in jobs:
             job_id = rj.job.id
-            d = self._started.get(job_id)
+            d = known.get(job_id)
             if d is None:
                 d = stored_starts.get(job_id)
                 if d is None:
                     d = self.predictor.predict(rj.job, rj.start)
                     made.append(Prediction(job_id, "start", d, t))
             started[job_id] = d
-            durations[job_id] = max(d, rj.time_limit) if rj.extensions else d
+            durations[job_id] = self._base_duration(rj, d)
             running[job_id] = (rj.start, rj.time_limit)
+        return made
+
+    def _sync_queued(self, snapshot: Snapshot, made: list[Prediction]) -> None:
+        """The queued part of :meth:`sync`: each queued job keeps the prediction it got when
+        first seen; the jobs no longer queued (started, gone) leave the book's durations
+        unless they run."""
+        t = snapshot.time
+        durations = self.durations
         queued: dict[str, int] = {}
         for job in snapshot.queued:
             d = self._queued.get(job.id)
@@ -169,12 +306,11 @@ class DurationBook:
                 made.append(Prediction(job.id, "queued", d, t))
             queued[job.id] = d
             durations[job.id] = d
-        self._started, self._queued, self.durations = started, queued, durations
-        self._running = running
-        self._due = []
-        if self.overrun != "one-second":
-            self._due = [
-                (start + durations[job_id], job_id) for job_id, (start, _) in running.items()
-            ]
-            heapq.heapify(self._due)
-        return made
+        for job_id in self._queued.keys() - queued.keys():
+            if job_id not in self._running:
+                durations.pop(job_id, None)
+        self._queued = queued
+
+    def _touch(self, job_id: str) -> None:
+        if self._synced is not None:
+            self._touched.add(job_id)

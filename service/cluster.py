@@ -92,7 +92,7 @@ class ClusterRuntime(Cluster):
         self.last_decision: Decision | None = None
         self.shadow = False
         """The cluster's last dispatch was a dry run (shadow mode)."""
-        self.last_input: tuple[str, tuple[int, ...]] | None = None
+        self.last_input: tuple[str, dict[str, int]] | None = None
         """What :attr:`last_decision` was decided on: the snapshot's digest and the
         durations of its jobs (an identical input is answered with the same decision)."""
         self.last_rejected: dict[str, str] = {}
@@ -141,14 +141,11 @@ class ClusterRuntime(Cluster):
             for s in decision.starts
         }
 
-    def input_of(self, snapshot: Snapshot, digest: str) -> tuple[str, tuple[int, ...]]:
-        """What a decision on ``snapshot`` depends on besides the policy: the snapshot
-        (by digest) and what the book says its jobs take."""
-        durations = self.book.durations
-        return digest, (
-            *(durations[rj.job.id] for rj in snapshot.running),
-            *(durations[job.id] for job in snapshot.queued),
-        )
+    def input_of(self, digest: str) -> tuple[str, dict[str, int]]:
+        """What a decision on the snapshot ``digest`` names depends on besides the policy:
+        that snapshot and what the book says its jobs take (a copy: after a sync the book
+        holds the snapshot's jobs only)."""
+        return digest, dict(self.book.durations)
 
     def to_keep(self, wall: float, mono: float, lease_s: float) -> KeptState | None:
         """The guarantees and the lease as they are now, when they must be stored again;

@@ -171,7 +171,7 @@ class Orchestrator:
                 self._claim_lease(cluster, runtime, writer)
             # SnapshotError → 422, before any state changes (the memo is only a cache).
             machine = runtime.memo.machine
-            translated = to_snapshot(request, runtime.memo)
+            translated = to_snapshot(request, runtime.memo, held.changes)
             if runtime.memo.machine is not machine and len(request.nodes) >= LARGE_MACHINE:
                 freeze_after_calls()  # it lives on: out of the collector's full scans
             snapshot = translated.snapshot
@@ -182,13 +182,9 @@ class Orchestrator:
                 stored = history.start_predictions(
                     session,
                     runtime.cluster_id,
-                    [
-                        rj.job.id
-                        for rj in snapshot.running
-                        if not runtime.book.is_started(rj.job.id)
-                    ],
+                    runtime.book.without_start_prediction(snapshot, translated.changes),
                 )
-            made = runtime.book.sync(snapshot, stored)
+            made = runtime.book.sync(snapshot, stored, translated.changes)
             if made:
                 # Stored now, so that the time they take (10,000 new jobs: a second on
                 # PostgreSQL) is known before the dispatcher gets its share.
@@ -202,7 +198,7 @@ class Orchestrator:
                         runtime.cluster_id,
                         [history.Prediction(p.job_id, p.kind, name, p.value, p.time) for p in made],
                     )
-            decided_on = runtime.input_of(snapshot, digest)
+            decided_on = runtime.input_of(digest)
             if decided_on == runtime.last_input and runtime.last_decision is not None:
                 decision, solve_s = _repeated(runtime.last_decision), 0.0
             else:

@@ -28,13 +28,15 @@ from cpsched.service.store.models import (
 from cpsched.wire.schemas import FinishedJobIn
 
 
-def _insert_ignoring_duplicates(session: Session, table: type) -> Insert:
+def _insert_ignoring_duplicates(session: Session, model: type[Any]) -> Insert:
     """INSERT ... ON CONFLICT DO NOTHING: a concurrent writer of the same key is not an
     error. Executed with a list of rows: executemany with one cached statement (a
-    multi-row VALUES would be compiled anew for every batch size)."""
+    multi-row VALUES would be compiled anew for every batch size). Into the mapped class's
+    table, not through the ORM: its bulk insert spent ~6 µs a row on bookkeeping no
+    caller reads (thousands of predictions a call on a busy machine)."""
     dialect = session.get_bind().dialect.name
     module = postgresql if dialect == "postgresql" else sqlite
-    return module.insert(table).on_conflict_do_nothing()
+    return module.insert(cast(Table, model.__table__)).on_conflict_do_nothing()
 
 
 def find_cluster(session: Session, name: str) -> int | None:
@@ -274,7 +276,7 @@ def record_decision(session: Session, row: DecisionRow) -> int:
     if concerned:  # one executemany: an ORM object per start cost 50 µs each
         keys = {"decision_id": row.id, "cluster_id": row.cluster_id}
         session.execute(
-            insert(DecisionJobRow),
+            insert(cast(Table, DecisionJobRow.__table__)),
             [{**keys, "job_id": job, "action": action} for job, action in sorted(concerned)],
         )
     return row.id

@@ -5,6 +5,8 @@ started, rejected with a reason, or still waiting)."""
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,14 @@ from cpsched.runtime.codec import TranslationMemo, to_decision_out, to_snapshot
 from cpsched.runtime.codec_client import decision_from_wire
 from cpsched.runtime.policy import Policy
 from cpsched.service.cluster import ClusterRuntime
-from cpsched.wire.schemas import DecisionOut, DispatchRequest, RunningJobIn
+from cpsched.wire.deltas import (
+    HeldSnapshot,
+    apply_delta,
+    delta_between,
+    delta_digest,
+    snapshot_digest,
+)
+from cpsched.wire.schemas import DecisionOut, DispatchRequest, JobIn, RunningJobIn
 
 TYPES = ("cpu", "mem", "gpu")
 
@@ -216,3 +225,71 @@ def test_a_machine_translated_once_still_sees_what_runs_on_it_each_call():
         translated = to_snapshot(again, memo)
         assert translated.snapshot.free == ((0,), (0,), (4,))
         assert translated.notes == ["node a is over-committed; treated as full"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wire_snapshots(), st.randoms(use_true_random=False))
+def test_a_merged_snapshot_translated_from_its_delta_is_the_whole_translation(first, rng):
+    """The service translates a delta's merged snapshot from what the delta changed
+    (:class:`~cpsched.wire.deltas.RunningDelta`): over any run of snapshots with jobs
+    ending, extended, requeued and started, it gets the snapshot, rejections, notes and
+    running changes a translation of every job gets."""
+    node_names = [node.name for node in first.nodes]
+    request = first
+    held_here, held_there = (HeldSnapshot.of(request, snapshot_digest(request)),) * 2
+    memo, plain = TranslationMemo(), TranslationMemo()
+    to_snapshot(request, memo)
+    to_snapshot(request, plain)
+    fresh_ids = itertools.count()
+    for _ in range(6):
+        running: list[RunningJobIn] = []
+        queued: list[JobIn] = list(request.queued)
+        for rj in request.running:
+            roll = rng.random()
+            if roll < 0.2:
+                continue  # ended
+            if roll < 0.3:  # requeued
+                queued.append(JobIn.model_validate(rj.model_dump(include=set(JobIn.model_fields))))
+                continue
+            if roll < 0.45:
+                rj = rj.model_copy(
+                    update={"time_limit": rj.time_limit + 60, "extensions": rj.extensions + 1}
+                )
+            running.append(rj)
+        for job in list(queued):
+            if rng.random() < 0.3:  # started
+                queued.remove(job)
+                fields = job.model_dump() | {"start": request.time + 10, "units": 1}
+                fields["per_unit"] = {"cpu": 1}
+                allocation = {rng.choice(node_names): 1}
+                running.append(RunningJobIn.model_validate(fields | {"allocation": allocation}))
+        queued += [
+            JobIn.model_validate(
+                {
+                    "id": f"new{next(fresh_ids)}",
+                    "submit": request.time,
+                    "time_limit": 60,
+                    "units": 1,
+                    "per_unit": {"cpu": 1},
+                }
+            )
+            for _ in range(rng.randrange(3))
+        ]
+        rng.shuffle(queued)
+        request = request.model_copy(
+            update={"time": request.time + 10, "running": running, "queued": queued}
+        )
+        delta = delta_between(held_there, request)
+        assert delta is not None
+        held_there = HeldSnapshot.of(request, delta_digest(delta))
+        held_here = apply_delta(held_here, delta)
+        merged = held_here.request
+        from_delta = to_snapshot(merged, memo, held_here.changes)
+        whole = to_snapshot(merged, plain)
+        assert from_delta.snapshot == whole.snapshot == to_snapshot(merged).snapshot
+        assert (from_delta.rejected, from_delta.notes) == (whole.rejected, whole.notes)
+        assert from_delta.changes is not None and whole.changes is not None
+        assert {rj.job.id for rj in from_delta.changes.added} == {
+            rj.job.id for rj in whole.changes.added
+        }
+        assert from_delta.changes.gone == whole.changes.gone

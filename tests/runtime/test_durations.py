@@ -4,11 +4,16 @@ service's snapshot view gives the durations the simulator's events give."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import random
+from dataclasses import astuple, replace
 
-from cpsched.core import Job
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cpsched.core import Job, RunningJob, Snapshot
 from cpsched.predictor.base import FinishedJob
-from cpsched.runtime.durations import DurationBook
+from cpsched.runtime.durations import DurationBook, RunningChanges
+from cpsched.runtime.overrun import OverrunRule
 from tests.factories import job, nodes, running, snapshot
 
 
@@ -106,3 +111,67 @@ def test_a_running_job_the_book_did_not_see_start_takes_the_stored_prediction():
     fresh = DurationBook(Counting())
     made = fresh.sync(snapshot(10, nodes(4), run=[running(a, 0, [(0, 1)])]), {})
     assert [(p.job_id, p.kind, p.value) for p in made] == [("a", "start", 100)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rule=st.sampled_from(["one-second", "request", "ladder", "doubling"]),
+)
+def test_a_sync_from_the_running_changes_gives_the_book_a_whole_sync_gives(
+    seed: int, rule: OverrunRule
+) -> None:
+    """The service's book follows a busy machine from what changed since its last snapshot
+    (:class:`RunningChanges`); over any history of arrivals, starts (by the workload manager
+    or as decided), ends, limit extensions, lessons and overrun corrections it holds what
+    a sync from every running job gives, and predicts the same jobs."""
+    rng = random.Random(seed)
+    machine = nodes(*[64] * 8)
+    whole, changes = DurationBook(Counting(), rule), DurationBook(Counting(), rule)
+    books = (whole, changes)
+    queue: list[Job] = []
+    run: dict[str, RunningJob] = {}
+    before: Snapshot | None = None
+    t, made = 0, 0
+    for step in range(14):
+        t += rng.choice([10, 60, 300, 2000])
+        for k in range(rng.randrange(4)):  # arrivals
+            queue.append(job(f"j{step}-{k}", submit=t, limit=rng.choice([100, 1000, 5000])))
+        for rj in list(run.values()):  # ends, extensions
+            if rng.random() < 0.25:
+                del run[rj.job.id]
+                censored = rng.random() < 0.2
+                for book in books:
+                    book.learn(rj.job, rj.start, t, censored=censored)
+            elif rng.random() < 0.15:
+                limit = rj.time_limit + rng.choice([100, 3000])
+                run[rj.job.id] = replace(rj, time_limit=limit, extensions=rj.extensions + 1)
+        for j in list(queue):  # the workload manager starts some on its own
+            if rng.random() < 0.3:
+                queue.remove(j)
+                run[j.id] = running(j, t, [(rng.randrange(8), 1)])
+        now = snapshot(t, machine, run=list(run.values()), queue=queue)
+        told = None
+        if before is not None:
+            kept = {rj.job.id: rj for rj in before.running}
+            added = [rj for rj in now.running if kept.get(rj.job.id) != rj]
+            gone = (kept.keys() - run.keys()) | ({rj.job.id for rj in added} & kept.keys())
+            told = RunningChanges(before, added, gone)
+        stored = {rj.job.id: 777 for rj in now.running if rng.random() < 0.1}
+        asked = [
+            book.without_start_prediction(now, told if book is changes else None) for book in books
+        ]
+        assert {i for i in asked[1] if i in stored} <= set(asked[0])
+        predicted = [book.sync(now, stored, told if book is changes else None) for book in books]
+        assert sorted(map(astuple, predicted[0])) == sorted(map(astuple, predicted[1]))
+        made += len(predicted[0])
+        assert whole.durations == changes.durations
+        for book in books:
+            book.correct(t)
+        assert whole.durations == changes.durations
+        for j in queue:  # cpsched decides some starts (the workload manager may not follow)
+            if rng.random() < 0.2:
+                for book in books:
+                    book.started(j, t, book.start_prediction(j, t))
+        before = now
+    assert made > 0

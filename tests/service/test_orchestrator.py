@@ -209,9 +209,9 @@ def test_the_deadline_covers_the_whole_answer(make_client, monkeypatch):
     convert = orchestrator.to_snapshot
     reading = {"seconds": 0.3}
 
-    def slow_to_read(request, memo=None):
+    def slow_to_read(request, memo=None, delta=None):
         time.sleep(reading["seconds"])
-        return convert(request, memo)
+        return convert(request, memo, delta)
 
     monkeypatch.setattr(orchestrator, "to_snapshot", slow_to_read)
     try:

@@ -138,3 +138,31 @@ def test_a_snapshot_listing_a_job_twice_is_sent_whole():
     whole = base.model_dump()
     twice = DispatchRequest.model_validate({**whole, "running": [wire_job("j0", 60, True)]})
     assert delta_between(held, twice) is None
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["A", "A", "R"],  # A named twice, B left out: B would be lost
+        ["A", "B", "A"],  # the running one left out
+        ["A", "B", "R", "R"],  # too long
+        ["R", "A", "B"],  # running first: the general order, still valid
+    ],
+)
+def test_an_order_must_name_every_merged_job_exactly_once(order: list[str]) -> None:
+    def jobs(queued: list[str], running: list[str]) -> dict[str, object]:
+        return {
+            "queued": [wire_job(j, 60, False) for j in queued],
+            "running": [wire_job(j, 60, True) for j in running],
+        }
+
+    base = DispatchRequest.model_validate({"time": 100, "nodes": NODES, **jobs(["B"], ["R"])})
+    held = HeldSnapshot.of(base, snapshot_digest(base))
+    delta = SnapshotDeltaIn(base=held.digest, time=110, order=order, **jobs(["A"], []))
+    if sorted(order) != ["A", "B", "R"]:
+        with pytest.raises(DeltaError, match="does not name every job"):
+            apply_delta(held, delta)
+        return
+    merged = apply_delta(held, delta).request
+    assert [j.id for j in merged.queued] == ["A", "B"]
+    assert [j.id for j in merged.running] == ["R"]
