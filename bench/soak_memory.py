@@ -48,6 +48,8 @@ parser.add_argument(
     "--mmap-threshold-kib", type=int, default=128, help="as the service sets it (0: glibc's)"
 )
 parser.add_argument("--tracemalloc", action="store_true", help="also Python's allocations")
+parser.add_argument("--deadline", type=float, default=0.2, help="the policy's (as the service's)")
+parser.add_argument("--dispatcher", default="hcp3", help="the policy's (default: the default's)")
 args = parser.parse_args()
 fix_mmap_threshold(args.mmap_threshold_kib)
 work = Path(tempfile.mkdtemp())
@@ -56,7 +58,7 @@ settings = load_settings(
     database_url=f"sqlite:///{work / 'db'}",
     upgrade_on_start=True,
     tokens=[{"name": "b", "secret": "s" * 32}],
-    defaults={"deadline": 2.0},
+    defaults={"deadline": args.deadline, "dispatcher": args.dispatcher},
     retention={"audit_days": 1, "predictions_days": 1, "finished_days": 1, "interval_s": 5},
 )
 H = {"Authorization": "Bearer " + "s" * 32}
