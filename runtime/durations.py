@@ -175,13 +175,15 @@ class DurationBook:
         and the jobs changed since by events are worked out again (on a busy machine of
         tens of thousands of running jobs, a few change per call), to the same book.
         """
+        # Taken at once: a dispatch abandoned at its deadline may still be correcting
+        # (and touching) jobs in its thread; what it touches from now on goes to the next.
+        touched, self._touched = self._touched, set()
         if changes is not None and changes.since is self._synced and self._synced is not None:
-            made = self._sync_running_changes(snapshot, stored_starts, changes)
+            made = self._sync_running_changes(snapshot, stored_starts, changes, touched)
         else:
             made = self._sync_running(snapshot, stored_starts)
         self._sync_queued(snapshot, made)
         self._synced = snapshot
-        self._touched = set()
         return made
 
     def without_start_prediction(
@@ -227,7 +229,11 @@ class DurationBook:
         return made
 
     def _sync_running_changes(
-        self, snapshot: Snapshot, stored_starts: Mapping[str, int], changes: RunningChanges
+        self,
+        snapshot: Snapshot,
+        stored_starts: Mapping[str, int],
+        changes: RunningChanges,
+        touched: AbstractSet[str],
     ) -> list[Prediction]:
         """The running part of :meth:`sync` from ``changes`` and the jobs touched since the
         last sync: the book :meth:`_sync_running` would make. The maps are copied, not
@@ -239,12 +245,12 @@ class DurationBook:
         for job_id in changes.gone:
             del jobs[job_id]
         added = {rj.job.id for rj in changes.added}
-        for job_id in (changes.gone | self._touched) - added:
+        for job_id in (changes.gone | touched) - added:
             if job_id not in jobs:  # gone, or an event's job that never ran here
                 started.pop(job_id, None)
                 durations.pop(job_id, None)
                 running.pop(job_id, None)
-        again = [jobs[job_id] for job_id in self._touched if job_id in jobs and job_id not in added]
+        again = [jobs[job_id] for job_id in touched if job_id in jobs and job_id not in added]
         entered = (*changes.added, *again)
         made = self._enter_running(
             entered, snapshot.time, stored_starts, started, started, durations, running

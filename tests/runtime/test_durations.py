@@ -175,3 +175,19 @@ def test_a_sync_from_the_running_changes_gives_the_book_a_whole_sync_gives(
                     book.started(j, t, book.start_prediction(j, t))
         before = now
     assert made > 0
+
+
+def test_a_job_touched_while_the_book_syncs_is_worked_out_again_at_the_next_sync():
+    """A dispatch abandoned at its deadline may still correct jobs in its thread while the
+    next call syncs: what it touches then is kept for the sync after (here the predictor,
+    asked during the sync, stands for that thread)."""
+    machine = nodes(4, 4)
+    a, b = job("a", limit=1000), job("b", limit=1000)
+    book = DurationBook(Counting(), "request")
+    first = snapshot(0, machine, run=[running(a, 0, [(0, 1)])])
+    book.sync(first, {})
+    touch = book._touch
+    book.predictor.predict = lambda job, t: touch("a") or 100  # type: ignore[method-assign]
+    second = snapshot(10, machine, run=[running(a, 0, [(0, 1)]), running(b, 10, [(1, 1)])])
+    book.sync(second, {}, RunningChanges(first, second.running[1:], frozenset()))
+    assert book._touched == {"a"}
