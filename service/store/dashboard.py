@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, load_only
 
+from cpsched.service.store.database import in_list
 from cpsched.service.store.models import Cluster, DecisionRow, FinishedJobRow, PredictionRow
 
 SERIES_ROWS = 20_000
@@ -265,7 +266,7 @@ def real_starts(session: Session, cluster: int, job_ids: Sequence[str]) -> dict[
         chunk = list(job_ids[i : i + 1000])
         rows = session.execute(
             select(FinishedJobRow.job_id, FinishedJobRow.start_time).where(
-                FinishedJobRow.cluster_id == cluster, FinishedJobRow.job_id.in_(chunk)
+                FinishedJobRow.cluster_id == cluster, FinishedJobRow.job_id.in_(in_list(chunk))
             )
         )
         found.update((job_id, start) for job_id, start in rows)

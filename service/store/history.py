@@ -17,6 +17,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cpsched.predictor.base import Memory
+from cpsched.service.store.database import in_list
 from cpsched.service.store.models import (
     Cluster,
     ClusterStateRow,
@@ -261,7 +262,7 @@ def start_predictions(session: Session, cluster: int, job_ids: Sequence[str]) ->
         select(PredictionRow.job_id, PredictionRow.predicted).where(
             PredictionRow.cluster_id == cluster,
             PredictionRow.kind == "start",
-            PredictionRow.job_id.in_(list(job_ids)),
+            PredictionRow.job_id.in_(in_list(job_ids)),
         )
     )
     return {job_id: predicted for job_id, predicted in rows}

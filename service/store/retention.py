@@ -24,6 +24,7 @@ from sqlalchemy import ColumnElement, Table, delete, func, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from cpsched.predictor.base import Memory
+from cpsched.service.store.database import in_list
 from cpsched.service.store.models import (
     Cluster,
     ClusterStateRow,
@@ -59,7 +60,7 @@ def cluster_clock(session: Session, cluster: int) -> int | None:
 
 def _delete_ids(session: Session, table: Table, ids: list[int]) -> int:
     if ids:
-        session.execute(delete(table).where(table.c.id.in_(ids)))
+        session.execute(delete(table).where(table.c.id.in_(in_list(ids))))
     return len(ids)
 
 
