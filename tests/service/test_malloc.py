@@ -38,9 +38,7 @@ def mapped_after_a_large_free(kib: int) -> tuple[str, int]:
 
 
 def test_a_fixed_threshold_keeps_large_blocks_mapped() -> None:
+    """Without the fix, glibc's threshold has moved up to the freed 4 MiB block and the
+    1 MiB one comes from a heap (seen here, 0 mapped; not asserted: glibc also maps it
+    when it cannot grow the heap, which a CI run once did)."""
     assert mapped_after_a_large_free(128) == ("True", 1)
-
-
-def test_glibcs_moving_threshold_takes_them_from_a_heap() -> None:
-    """What the fix is for: left alone, the freed 4 MiB block moved the threshold up."""
-    assert mapped_after_a_large_free(0) == ("False", 0)
