@@ -263,7 +263,9 @@ def make_snapshot(
         whole = {node for rj in running if rj.job.exclusive for node, _ in rj.allocation}
     zeros = tuple(0 for _ in resource_names)
     redo: AbstractSet[int]
-    if since is not None and len(since[0].nodes) == len(nodes):
+    if since is not None and len(since[0].nodes) != len(nodes):
+        since = None  # another machine: every row from scratch
+    if since is not None:
         before, redo = since
         free = list(before.free)
         for i in redo:
@@ -279,9 +281,8 @@ def make_snapshot(
             continue  # nothing runs there (any more): its capacity is free
         left = [c - u for c, u in zip(free[node], amounts, strict=True)]
         free[node] = tuple(min(x, 0) for x in left) if node in whole else tuple(left)
-    if since is not None and len(since[0].nodes) == len(nodes):
+    if since is not None:
         # The totals moved only by the rows and capacities that changed (exact integers).
-        before = since[0]
         free_total = _moved(
             before.free_total, (free[i] for i in redo), (before.free[i] for i in redo)
         )

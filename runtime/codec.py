@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter, le
+from typing import TypeGuard, TypeVar
 
 from cpsched.core import (
     Decision,
@@ -401,16 +402,7 @@ def to_snapshot(
     context = (names, wire.nodes, wire.partitions, wire.reservations)
     earlier = TranslationMemo()
     if memo is not None and memo.context == context:
-        earlier = TranslationMemo(
-            context,
-            memo.queued,
-            memo.running,
-            memo.use,
-            memo.snapshot,
-            memo.machine,
-            memo.replaced,
-            memo.running_list,
-        )
+        earlier = replace(memo)  # read below while ``memo`` is updated
 
     def translate(rj: RunningJobIn) -> RunningJob:
         return _running_job(rj, names, index, node_index)
@@ -457,7 +449,7 @@ def to_snapshot(
         if wj.id in queued_memo or wj.id in running_memo:
             raise SnapshotError(f"job {wj.id!r} is listed twice (queued, or queued and running)")
         was = earlier.queued.get(wj.id)
-        if was is None or (was[0] is not wj and was[0] != wj):
+        if not _same(was, wj):
             was = (wj, _queued_job(wj, names, index, site, shapes, idle))
         queued_memo[wj.id] = was
         outcome = was[1]
@@ -481,6 +473,15 @@ def to_snapshot(
 RunningMemo = dict[str, tuple[RunningJobIn, RunningJob]]
 
 
+Kept = TypeVar("Kept", tuple[JobIn, Job | RejectedJobOut], tuple[RunningJobIn, RunningJob])
+
+
+def _same(kept: Kept | None, wire: JobIn) -> TypeGuard[Kept]:
+    """Whether ``kept`` (a memo's wire job and its translation) is of this very job:
+    the same object (a delta's merged snapshot) or an equal one."""
+    return kept is not None and (kept[0] is wire or kept[0] == wire)
+
+
 def _running_all(
     wire: list[RunningJobIn],
     remembered: RunningMemo,
@@ -497,7 +498,7 @@ def _running_all(
         if rj.id in running_memo:
             raise SnapshotError(f"running job {rj.id!r} is listed twice")
         kept = remembered.get(rj.id)
-        if kept is None or (kept[0] is not rj and kept[0] != rj):
+        if not _same(kept, rj):
             kept = (rj, translate(rj))
             added.append(kept[1])
         running_memo[rj.id] = kept
@@ -520,7 +521,7 @@ def _running_changed(
     added: list[RunningJob] = []
     for rj in delta.sent:
         kept = remembered.get(rj.id)
-        if kept is None or (kept[0] is not rj and kept[0] != rj):
+        if not _same(kept, rj):
             kept = (rj, translate(rj))
             added.append(kept[1])
         running_memo[rj.id] = kept

@@ -28,7 +28,7 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeGuard
 
 from cpsched.core import Job, RunningJob, Snapshot
 from cpsched.predictor.base import FinishedJob, Predictor
@@ -178,7 +178,7 @@ class DurationBook:
         # Taken at once: a dispatch abandoned at its deadline may still be correcting
         # (and touching) jobs in its thread; what it touches from now on goes to the next.
         touched, self._touched = self._touched, set()
-        if changes is not None and changes.since is self._synced and self._synced is not None:
+        if self._follows(changes):
             made = self._sync_running_changes(snapshot, stored_starts, changes, touched)
         else:
             made = self._sync_running(snapshot, stored_starts)
@@ -191,7 +191,7 @@ class DurationBook:
     ) -> list[str]:
         """The running jobs :meth:`sync` would predict at their start, not having seen them
         start: the ids whose stored start predictions (if any) it should be given."""
-        if changes is not None and changes.since is self._synced and self._synced is not None:
+        if self._follows(changes):
             added = [rj.job.id for rj in changes.added]
             touched = (self._touched & self._running_jobs.keys()) - set(added)
             return [job_id for job_id in (*added, *touched) if job_id not in self._started]
@@ -316,6 +316,10 @@ class DurationBook:
             if job_id not in self._running:
                 durations.pop(job_id, None)
         self._queued = queued
+
+    def _follows(self, changes: RunningChanges | None) -> TypeGuard[RunningChanges]:
+        """Whether ``changes`` start from the snapshot this book was last synced to."""
+        return changes is not None and self._synced is not None and changes.since is self._synced
 
     def _touch(self, job_id: str) -> None:
         if self._synced is not None:
