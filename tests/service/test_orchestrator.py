@@ -215,15 +215,16 @@ def test_the_deadline_covers_the_whole_answer(make_client, monkeypatch):
 
     monkeypatch.setattr(orchestrator, "to_snapshot", slow_to_read)
     try:
-        began = time.perf_counter()
         d = client.post(
             "/v1/clusters/c1/dispatch", json=snapshot(queued=[job("q1")]), headers=AUTH
         ).json()
-        elapsed = time.perf_counter() - began
         assert d["diagnostics"]["fallback_reason"] == "deadline"
         assert [s["job_id"] for s in d["starts"]] == ["q1"]
+        # Decided within the deadline counted from arrival: had reading not counted, the
+        # dispatcher would have had the whole 0.5 s after it (0.8 s). The client's own
+        # round trip is not asserted: under CI's load it once took 1.0 s with the
+        # service's measure at the deadline (the brief: speed is measured, not asserted).
         assert d["diagnostics"]["wall_ms"] < 500 + 50
-        assert elapsed < 0.5 + 0.15
         # The dispatcher was given what was left: about 0.2 s, less the answer's reserve.
         assert 0.05 < runtime.dispatcher_state.time_left_s < 0.2
         reading["seconds"] = 0.6  # reading alone takes the deadline: the fallback answers
