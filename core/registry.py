@@ -81,6 +81,7 @@ def make_dispatcher(
     fallback: Dispatcher | None = None,
     wait_bound: int | None = None,
     wait_bound_depth: int | None = None,
+    wait_overdue_quantile: float | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -100,7 +101,8 @@ def make_dispatcher(
     settings and ``state``); the heuristics have none. ``wait_bound`` gives every job
     that has waited that many seconds a start guarantee the decisions keep
     (:mod:`cpsched.core.wait_bound`), at most ``wait_bound_depth`` jobs at a time (None:
-    every such job); None: none.
+    every such job); None: none. ``wait_overdue_quantile`` starts first, where they fit,
+    the jobs that waited longer than that quantile of the latest jobs' waits (None: none).
     """
     dispatcher: Dispatcher
     state = state if state is not None else DispatcherState()  # its parts are shared below
@@ -153,7 +155,15 @@ def make_dispatcher(
     # nodes where it cannot drift (or marked may_drift once they waited); then the site's
     # rules: ineligible jobs out, every start checked against them.
     dispatcher = SiteRulesDispatcher(SteadyStarts(dispatcher, state.split_waits, split_wait))
-    dispatcher = bounded(dispatcher, allocator, state, split_wait, wait_bound, wait_bound_depth)
+    dispatcher = bounded(
+        dispatcher,
+        allocator,
+        state,
+        split_wait,
+        wait_bound,
+        wait_bound_depth,
+        wait_overdue_quantile,
+    )
     return corrected(dispatcher, correction)
 
 
@@ -164,14 +174,23 @@ def bounded(
     split_wait: int,
     wait_bound: int | None,
     wait_bound_depth: int | None = None,
+    wait_overdue_quantile: float | None = None,
 ) -> Dispatcher:
     """``dispatcher`` keeping the start guarantees of ``state`` for the jobs that waited
     ``wait_bound`` seconds (:mod:`cpsched.core.wait_bound`), at most ``wait_bound_depth``
-    jobs at a time (None: all of them); unchanged when ``wait_bound`` is None."""
+    jobs at a time (None: all of them), starting the overdue jobs first where they fit
+    (``wait_overdue_quantile``); unchanged when ``wait_bound`` is None."""
     if wait_bound is None:
         return dispatcher
     placer = make_placer(allocator, state, split_wait)
-    return WaitBound(dispatcher, placer, wait_bound, state, depth=wait_bound_depth)
+    return WaitBound(
+        dispatcher,
+        placer,
+        wait_bound,
+        state,
+        depth=wait_bound_depth,
+        overdue_quantile=wait_overdue_quantile,
+    )
 
 
 def corrected(dispatcher: Dispatcher, correction: CorrectionPolicy | None) -> Dispatcher:

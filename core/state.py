@@ -10,6 +10,7 @@ whether a decision is valid (the validator checks every decision on its own).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +34,40 @@ class PhaseTimings:
     fallback_s: float = 0.0
     """The fallback heuristic's time on the latest call (not decaying: read by the
     caller, which keeps that much aside in case it must answer with the fallback)."""
+
+
+RECENT_WAITS = 2000
+"""Starts whose waits :class:`RecentWaits` keeps: about a week of a busy cluster's."""
+REFRESH_EVERY = 50
+"""Starts between two computations of a quantile (a sort of the kept waits)."""
+FEWEST_WAITS = 100
+"""Below this many waits (a new cluster, a restart) no quantile is given."""
+
+
+@dataclass(slots=True)
+class RecentWaits:
+    """How long the latest :data:`RECENT_WAITS` jobs started waited, and a quantile of
+    those waits kept for :data:`REFRESH_EVERY` starts (a replay asks at every call)."""
+
+    waits: deque[int] = field(default_factory=lambda: deque(maxlen=RECENT_WAITS))
+    _quantile: tuple[float, int] | None = None
+    _since: int = 0
+
+    def add(self, wait: int) -> None:
+        self.waits.append(wait)
+        self._since += 1
+
+    def quantile(self, q: float) -> int | None:
+        """The ``q`` quantile of the kept waits (the nearest rank below), None while
+        fewer than :data:`FEWEST_WAITS` are known."""
+        if len(self.waits) < FEWEST_WAITS:
+            return None
+        cached = self._quantile
+        if cached is None or cached[0] != q or self._since >= REFRESH_EVERY:
+            ordered = sorted(self.waits)
+            cached = self._quantile = (q, ordered[int(q * (len(ordered) - 1))])
+            self._since = 0
+        return cached[1]
 
 
 @dataclass(slots=True)
@@ -69,6 +104,8 @@ class DispatcherState:
     guarantees: dict[str, Guarantee] = field(default_factory=dict)
     """The wait bound's promises to queued jobs, by job id (:mod:`cpsched.core.wait_bound`):
     kept from call to call, the witness with them, so that later decisions keep them."""
+    recent_waits: RecentWaits = field(default_factory=RecentWaits)
+    """The waits of the latest jobs the wait bound started: what counts as overdue."""
     guarantees_broken: int = 0
     """Promises that could not be kept (a running job's limit was extended, or the state
     was lost): each then moved to the earliest time the job can still be given."""

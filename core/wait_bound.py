@@ -25,6 +25,15 @@ job's, but only for the jobs that need it:
   leaves out would have used is then offered to the jobs not started, shortest predicted
   first, on the same condition.
 
+* with ``overdue_quantile`` q, a job that has waited longer than the q quantile of the
+  waits of the latest jobs started (at least :data:`OVERDUE_FLOOR`) is **overdue**: before
+  the wrapped dispatcher decides, the overdue jobs without a guarantee start, oldest first,
+  wherever they fit now at their limits with every witness slot intact. This is what EASY
+  does for its oldest jobs by backfilling in queue order, and what a dispatcher ordering
+  by predicted run times does not: a narrow job predicted long otherwise waits behind
+  every shorter one, and behind the guaranteed jobs' line (docs/wait-bound.md measured
+  the 99th percentile of the wait with and without it).
+
 So a guarantee breaks only when a running job's limit is extended or the state is lost
 (a restart): the job then gets the earliest time it can still be given, and
 ``DispatcherState.guarantees_broken`` counts it.
@@ -32,6 +41,7 @@ So a guarantee breaks only when a running job's limit is extended or the state i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from cpsched.core.allocators import Allocator
@@ -43,6 +53,9 @@ from cpsched.core.profile import Profile
 from cpsched.core.reservation import Release
 from cpsched.core.site_dispatch import eligible_snapshot
 from cpsched.core.state import DispatcherState, Guarantee
+
+OVERDUE_FLOOR = 3600
+"""No job is overdue before it has waited this long, however short the recent waits."""
 
 Guarantees = dict[str, Guarantee]
 Slots = dict[str, Allocation]
@@ -76,7 +89,8 @@ def limit_releases(snapshot: Snapshot) -> list[Release]:
 
 
 class WaitBound:
-    """``inner`` deciding around start guarantees for the jobs that waited ``after`` s."""
+    """``inner`` deciding around start guarantees for the jobs that waited ``after`` s,
+    the overdue jobs (``overdue_quantile``; None: none) started first where they fit."""
 
     def __init__(
         self,
@@ -85,14 +99,18 @@ class WaitBound:
         after: int,
         state: DispatcherState,
         depth: int | None = None,
+        overdue_quantile: float | None = None,
     ) -> None:
         if after < 0:
             raise ValueError(f"a wait bound's trigger is a wait in seconds >= 0, got {after}")
+        if overdue_quantile is not None and not 0 < overdue_quantile < 1:
+            raise ValueError(f"an overdue quantile is in (0, 1), got {overdue_quantile}")
         self.inner = inner
         self.allocator = allocator
         self.after = after
         self.state = state
         self.depth = depth if depth is not None else 1 << 62
+        self.overdue_quantile = overdue_quantile
         self.name = inner.name
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
@@ -102,8 +120,13 @@ class WaitBound:
             observe(snapshot, durations)
         eligible = {job.id: job for job in eligible_snapshot(snapshot).queued}
         oldest = next(iter(eligible.values()), None)
-        if not self.state.guarantees and (oldest is None or now - oldest.submit < self.after):
-            return self.inner.decide(snapshot, durations)  # nothing to keep, nor to promise
+        overdue_after = self._overdue_after()
+        trigger = self.after if overdue_after is None else min(self.after, overdue_after)
+        if not self.state.guarantees and (oldest is None or now - oldest.submit < trigger):
+            # Nothing to keep, nor to promise, nor overdue.
+            decision = self.inner.decide(snapshot, durations)
+            self._started(decision.starts, eligible, now)
+            return decision
         # A copy, swapped in at the end: a call the service gave up on (and answered with
         # the fallback, which keeps the same guarantees) may still be running beside it.
         guarantees = {
@@ -117,8 +140,11 @@ class WaitBound:
         for job_id, g in guarantees.items():
             g.placement = named(slots[job_id], snapshot.nodes)
         kept = [Start(job_id, slots[job_id]) for job_id, g in guarantees.items() if g.start == now]
+        if overdue_after is not None:
+            kept += self._overdue(profile, guarantees, eligible, now - overdue_after)
         rest = after_starts(snapshot, kept)
-        rest = replace(rest, queued=tuple(j for j in rest.queued if j.id not in guarantees))
+        taken = guarantees.keys() | {start.job_id for start in kept}
+        rest = replace(rest, queued=tuple(j for j in rest.queued if j.id not in taken))
         decision = self.inner.decide(rest, durations)
         starts, dropped = self._admit(profile, decision.starts, eligible, now)
         self.state.guarantees = guarantees
@@ -126,6 +152,7 @@ class WaitBound:
             started = {start.job_id for start in starts} | guarantees.keys()
             starts += self._fill(profile, rest, started, eligible, durations)
             notes.append(f"{dropped} start(s) left out: they would break a start guarantee")
+        self._started([*kept, *starts], eligible, now)
         planned = dict(decision.planned or {})
         planned.update((job_id, g.start) for job_id, g in guarantees.items() if g.start > now)
         return replace(
@@ -211,6 +238,41 @@ class WaitBound:
             start = profile.times[step]
             guarantees[job_id] = Guarantee(start, start, (), now)
             profile.take(step, job.time_limit, slots[job_id], job)
+
+    def _overdue_after(self) -> int | None:
+        """How long a job waits before it is overdue; None: no job is (no quantile asked
+        for, or too few waits known yet)."""
+        if self.overdue_quantile is None:
+            return None
+        recent = self.state.recent_waits.quantile(self.overdue_quantile)
+        return None if recent is None else max(OVERDUE_FLOOR, recent)
+
+    def _overdue(
+        self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job], submitted_by: int
+    ) -> list[Start]:
+        """The overdue jobs (submitted by ``submitted_by``) without a guarantee that fit now
+        at their limits with every witness slot intact, oldest first, taken in ``profile``."""
+        started: list[Start] = []
+        for job_id, job in eligible.items():  # in submission order
+            if job.submit > submitted_by:
+                break
+            if job_id in guarantees or not profile.fits_now_total(job.request):
+                continue
+            found = profile.earliest(job, job.time_limit, self.allocator, now_only=True)
+            if found is not None:
+                profile.take(0, job.time_limit, found[1], job)
+                started.append(Start(job_id, found[1]))
+        return started
+
+    def _started(self, starts: Sequence[Start], eligible: dict[str, Job], now: int) -> None:
+        """The waits of the jobs started now, for what counts as overdue next."""
+        if self.overdue_quantile is None:
+            return
+        recent = self.state.recent_waits
+        for start in starts:
+            job = eligible.get(start.job_id)
+            if job is not None:
+                recent.add(now - job.submit)
 
     def _admit(
         self,

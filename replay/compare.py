@@ -144,6 +144,7 @@ SAID = {
     "backfill_depth",
     "wait_bound",
     "wait_bound_depth",
+    "wait_overdue_quantile",
 }
 """Settings :func:`describe` puts in words; the others it lists as ``name=value``."""
 
@@ -163,6 +164,9 @@ def describe(policy: Policy) -> str:
         words += (
             f", a start guarantee once a job has waited {human_duration(policy.wait_bound)}{depth}"
         )
+        if policy.wait_overdue_quantile:
+            share = f"{policy.wait_overdue_quantile:.0%}"
+            words += f", a job waiting longer than {share} of recent jobs did started first"
     default = Policy()
     # A job can only outlive a prediction that is not its limit or its real run time.
     guessed = policy.predictor not in ("wall-time", "oracle")

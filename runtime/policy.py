@@ -92,7 +92,7 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
         "overrun": "request",
     },
     "default": {},
-    "bounded": {"wait_bound": 21600, "wait_bound_depth": 1},
+    "bounded": {"wait_bound": 10800, "wait_bound_depth": 1, "wait_overdue_quantile": 0.98},
     "oracle": {"predictor": "oracle"},
 }
 """Policies by name, each as its settings over the field defaults:
@@ -105,8 +105,9 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
 * ``default``: what cpsched recommends, the field defaults: HCP3 with easy++'s
   predictions and correction (docs/value-over-today.md says how it was chosen);
 * ``bounded``: ``default`` keeping a start guarantee for the longest-waiting job once it
-  has waited 6 h (:mod:`cpsched.core.wait_bound`; docs/wait-bound.md): the longest waits
-  near today's, at a cost in mean slowdown and in the p99 wait;
+  has waited 3 h, and starting first, where they fit, the jobs that waited longer than
+  98% of the latest jobs did (:mod:`cpsched.core.wait_bound`; docs/wait-bound.md): the
+  longest waits near today's, at a cost in mean slowdown;
 * ``oracle``: ``default`` with the trace's real run times, a bound for replays only.
 """
 
@@ -237,6 +238,14 @@ class Policy(BaseModel):
         ge=0,
         description="The most jobs holding a start guarantee at once (wait_bound): the "
         "longest-waiting first, the others get theirs as those start (0: no limit).",
+    )
+    wait_overdue_quantile: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="With wait_bound: a job that has waited longer than this quantile of "
+        "the latest 2,000 jobs' waits (and at least 1 h) starts first wherever it fits now "
+        "at its limit, guarantees kept (0: none).",
     )
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
@@ -416,6 +425,7 @@ class Policy(BaseModel):
             fallback=fallback,
             wait_bound=self.wait_bound or None,
             wait_bound_depth=self.wait_bound_depth or None,
+            wait_overdue_quantile=self.wait_overdue_quantile or None,
         )
         # The service's fallback keeps the same guarantees (the CP dispatcher's own copy
         # of it is inside the bound already).
@@ -453,6 +463,7 @@ class Policy(BaseModel):
             self.split_wait,
             self.wait_bound or None,
             self.wait_bound_depth or None,
+            self.wait_overdue_quantile or None,
         )
 
     def _fallback(self, state: DispatcherState, plan: bool) -> Dispatcher:
