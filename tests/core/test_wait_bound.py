@@ -9,13 +9,15 @@ is valid, and every job starts.
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpsched.core import Job, RunningJob
+from cpsched.core import Job, RunningJob, wait_bound
 from cpsched.core.problem import Node
 from cpsched.core.registry import make_dispatcher
-from cpsched.core.state import DispatcherState
+from cpsched.core.state import FEWEST_WAITS, REFRESH_EVERY, DispatcherState, RecentWaits
 from cpsched.core.validate import check_decision
 from tests.factories import job, nodes, snapshot
 
@@ -34,17 +36,31 @@ jobs_strategy = st.lists(
 
 
 def replay(
-    spec: list[tuple[int, int, int, float]], inner: str, after: int, depth: int | None = None
+    spec: list[tuple[int, int, int, float]],
+    inner: str,
+    after: int,
+    depth: int | None = None,
+    overdue: float | None = None,
 ) -> tuple[dict[str, int], dict[str, int], DispatcherState]:
-    """Each job's start and last guarantee, and the state, from an event-by-event run."""
+    """Each job's start and last guarantee, and the state, from an event-by-event run.
+    With ``overdue``, the state starts with 100 waits of 0-99 s known (the quantile's
+    floor is the caller's to lower)."""
     submit, trace, runtime = 0, [], {}
     for k, (gap, cores, limit, share) in enumerate(spec):
         submit += gap
         trace.append(job(f"j{k}", submit=submit, units=cores, limit=limit))
         runtime[f"j{k}"] = max(1, int(limit * share))
     state = DispatcherState()
+    if overdue is not None:
+        for wait in range(FEWEST_WAITS):
+            state.recent_waits.add(wait)
     dispatcher = make_dispatcher(
-        inner, "first-fit", state=state, wait_bound=after, wait_bound_depth=depth
+        inner,
+        "first-fit",
+        state=state,
+        wait_bound=after,
+        wait_bound_depth=depth,
+        wait_overdue_quantile=overdue,
     )
     run: list[RunningJob] = []
     queue: list[Job] = []
@@ -89,6 +105,59 @@ def test_every_guarantee_is_kept_when_jobs_end_by_their_limits(spec, inner, afte
     assert state.guarantees_broken == 0
     late = {j: (started[j], by) for j, by in promised.items() if started[j] > by}
     assert not late
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    spec=jobs_strategy,
+    inner=st.sampled_from(["sjf", "ljf", "easy", "fcfs"]),
+    after=st.sampled_from([1, 50, 200]),
+    depth=st.sampled_from([None, 1, 3]),
+    overdue=st.sampled_from([0.3, 0.9]),
+)
+def test_overdue_jobs_started_first_break_no_guarantee(spec, inner, after, depth, overdue):
+    with mock.patch.object(wait_bound, "OVERDUE_FLOOR", 0):  # the traces last minutes
+        started, promised, state = replay(spec, inner, after, depth, overdue)
+    assert len(started) == len(spec)
+    assert state.guarantees_broken == 0
+    assert not {j: (started[j], by) for j, by in promised.items() if started[j] > by}
+
+
+def test_an_overdue_job_starts_before_the_shorter_ones_the_dispatcher_prefers():
+    # Four free cores at 100 s: SJF would start the four 1-core jobs submitted at 90 s,
+    # predicted shorter; j0 (4 cores) has waited 100 s, longer than 90% of the 100 latest
+    # starts (0-99 s), so it is overdue and starts first, where it fits at its limit.
+    state = DispatcherState()
+    for wait in range(FEWEST_WAITS):
+        state.recent_waits.add(wait)
+    dispatcher = make_dispatcher(
+        "sjf", "first-fit", state=state, wait_bound=10**6, wait_overdue_quantile=0.9
+    )
+    queue = [job("j0", submit=0, units=4, limit=300)]
+    queue += [job(f"s{k}", submit=90, units=1, limit=60) for k in range(4)]
+    run = [RunningJob(job("r", units=4, limit=10**4), 0, 10**4, ((1, 4),))]
+    durations = {"j0": 300, "r": 10**4} | {f"s{k}": 10 for k in range(4)}
+    with mock.patch.object(wait_bound, "OVERDUE_FLOOR", 0):
+        decision = dispatcher.decide(snapshot(100, MACHINE, run, queue), durations)
+    assert [s.job_id for s in decision.starts] == ["j0"]
+    # Without it, SJF's choice stands.
+    plain = make_dispatcher("sjf", "first-fit", wait_bound=10**6)
+    starts = plain.decide(snapshot(100, MACHINE, run, queue), durations).starts
+    assert sorted(s.job_id for s in starts) == ["s0", "s1", "s2", "s3"]
+
+
+def test_recent_waits_give_a_quantile_once_enough_are_known_and_refresh_it():
+    recent = RecentWaits()
+    for wait in range(FEWEST_WAITS - 1):
+        recent.add(wait)
+    assert recent.quantile(0.5) is None  # a restart's first starts decide nothing
+    recent.add(FEWEST_WAITS - 1)
+    assert recent.quantile(0.9) == 89  # nearest rank below, of 0..99
+    for _ in range(REFRESH_EVERY - 1):
+        recent.add(10**6)
+    assert recent.quantile(0.9) == 89  # kept between refreshes
+    recent.add(10**6)
+    assert recent.quantile(0.9) == 10**6  # 50 of the 150 waits are 10**6
 
 
 def test_a_long_job_behind_a_stream_of_short_ones_starts_by_its_guarantee():
