@@ -1,6 +1,7 @@
-"""Wire schema ⇄ dispatch-core types, the service's way: snapshots in, decisions out (the
-other way, what a client such as the replay over HTTP sends and reads, is
-:mod:`cpsched.runtime.codec_client`).
+"""Wire snapshots as dispatch-core snapshots, the service's way in: the machine, the
+running jobs and the queue (wire jobs one by one: :mod:`cpsched.runtime.codec_jobs`;
+decisions out: :mod:`cpsched.runtime.codec_decision`; the other way, what a client such
+as the replay over HTTP sends and reads: :mod:`cpsched.runtime.codec_client`).
 
 A snapshot from a real workload manager is never quite tidy: nodes drain, a node may be
 over-committed, a user may ask for a resource no node has. The rules here keep one bad
@@ -27,33 +28,32 @@ from operator import itemgetter, le
 from typing import TypeGuard, TypeVar
 
 from cpsched.core import (
-    Decision,
     Job,
     Node,
     RunningJob,
     Snapshot,
     make_snapshot,
 )
-from cpsched.core.capacity import units_fitting
 from cpsched.core.problem import NodeUse
 from cpsched.core.site import (
-    NO_CONSTRAINTS,
     NO_SITE,
-    Constraints,
     Partition,
     Reservation,
     Site,
-    can_ever_run,
-    parse_features,
 )
 from cpsched.errors import SnapshotError
+from cpsched.runtime.codec_jobs import (
+    RUNS_EXCLUSIVE,
+    IdleMachine,
+    core_job,
+    job_constraints,
+    never_starts,
+    unit_amounts,
+)
 from cpsched.runtime.durations import RunningChanges
 from cpsched.wire.deltas import RunningDelta
 from cpsched.wire.schemas import (
     MAX_RESOURCE_TYPES,
-    DecisionOut,
-    DiagnosticsOut,
-    ExtensionOut,
     JobIn,
     NodeIn,
     PartitionIn,
@@ -61,7 +61,6 @@ from cpsched.wire.schemas import (
     ReservationIn,
     RunningJobIn,
     SnapshotIn,
-    StartOut,
 )
 
 
@@ -98,164 +97,6 @@ def resource_names(nodes: Sequence[Mapping[str, int]]) -> tuple[str, ...]:
         )
     first = [name for name in CANONICAL_FIRST if name in seen]
     return (*first, *(name for name in seen if name not in CANONICAL_FIRST))
-
-
-def _listed(names: Sequence[str], width: int = 100) -> str:
-    """The first of ``names`` that fit in about ``width`` characters, and how many more:
-    a message repeated for every job of a snapshot must not grow with the snapshot."""
-    shown: list[str] = []
-    used = 0
-    for name in names:
-        if shown and used + len(name) > width:
-            break
-        shown.append(name)
-        used += len(name) + 2
-    more = len(names) - len(shown)
-    return ", ".join(shown) + (f" (and {more} more)" if more else "") if names else "none"
-
-
-def _amounts(owner: str, per_unit: Mapping[str, int], index: Mapping[str, int]) -> tuple[int, ...]:
-    amounts = [0] * len(index)
-    for name, amount in per_unit.items():
-        if amount:
-            if name not in index:
-                raise SnapshotError(
-                    f"{owner} asks for resource type {name!r}, which no node has "
-                    f"(known types: {_listed(list(index))})"
-                )
-            amounts[index[name]] = amount
-    return tuple(amounts)
-
-
-RUNS_EXCLUSIVE = Constraints(exclusive=True)
-
-
-def job_partitions(wire: JobIn, site: Site) -> tuple[str, ...]:
-    """The partitions a job may run in: its ``partition`` split on ``,`` when the snapshot
-    declares partitions (else the field is only a label)."""
-    if not site.partitions or not wire.partition:
-        return ()
-    names = tuple(p.strip() for p in wire.partition.split(",") if p.strip())
-    unknown = [p for p in names if p not in site.partitions]
-    if unknown:
-        raise SnapshotError(
-            f"job {wire.id!r} names partition(s) {_listed([repr(p) for p in unknown])}, "
-            f"which the snapshot does not declare (declared: {_listed(list(site.partitions))})"
-        )
-    return names
-
-
-def job_constraints(wire: JobIn, site: Site = NO_SITE) -> Constraints | None:
-    """The site's rules for a wire job; None when none of them applies to it."""
-    partitions = job_partitions(wire, site)
-    if wire.reservation and all(r.name != wire.reservation for r in site.reservations):
-        raise SnapshotError(
-            f"job {wire.id!r} asks for reservation {wire.reservation!r}, which the snapshot "
-            "does not list"
-        )
-    plain = (
-        not partitions
-        and wire.features is None
-        and not wire.exclusive
-        and wire.min_nodes is None
-        and wire.max_nodes is None
-        and wire.tasks_per_node is None
-        and wire.reservation is None
-        and wire.eligible
-    )
-    if plain:
-        return None
-    try:
-        features = parse_features(wire.features) if wire.features is not None else None
-    except SnapshotError as exc:
-        raise SnapshotError(f"job {wire.id!r}: {exc}") from None
-    return Constraints(
-        partitions=partitions,
-        features=features,
-        exclusive=wire.exclusive,
-        min_nodes=wire.min_nodes or 1,
-        max_nodes=wire.max_nodes,
-        tasks_per_node=wire.tasks_per_node,
-        reservation=wire.reservation or "",
-        eligible=wire.eligible,
-        reason=wire.reason,
-    )
-
-
-def core_job(
-    wire: JobIn,
-    unit_request: tuple[int, ...],
-    names: tuple[str, ...],
-    constraints: Constraints | None = None,
-) -> Job:
-    """The dispatch core's job for a wire job whose request is aligned with ``names``."""
-    return Job(
-        id=wire.id,
-        submit=wire.submit,
-        time_limit=wire.time_limit,
-        units=wire.units,
-        unit_request=unit_request,
-        user=wire.user,
-        group=wire.group,
-        name=wire.name,
-        queue=wire.partition,
-        layout=wire.layout,
-        constraints=constraints,
-        priority=wire.priority,
-        resource_names=names,
-    )
-
-
-@dataclass
-class IdleMachine:
-    """The snapshot's machine when idle (its nodes' ``nominal`` capacities) under the
-    site's rules, with what was worked out per job shape: a queue of 100,000 jobs repeats
-    a few dozen shapes."""
-
-    site: Site
-    nominal: Sequence[tuple[int, ...]]
-    units: dict[tuple[tuple[int, int], ...], int] = field(default_factory=dict)
-    """Units of each shape (``Job.wanted``) the whole idle machine holds."""
-    runs: dict[tuple[object, ...], bool] = field(default_factory=dict)
-    """Whether a shape, size and set of constraints fits within the site's rules."""
-
-    def holds(self, job: Job) -> bool:
-        if job.wanted not in self.units:
-            self.units[job.wanted] = sum(units_fitting(row, job.wanted) for row in self.nominal)
-        return self.units[job.wanted] >= job.units
-
-    def runs_within_rules(self, job: Job) -> bool:
-        key = (job.wanted, job.units, job.constraints)
-        if key not in self.runs:
-            # Size only (limit 1 s): a limit over MaxTime is held back
-            # (PartitionTimeLimit), as the workload manager does, not refused.
-            self.runs[key] = can_ever_run(
-                job.constraints, job.units, job.unit_request, 1, self.site, self.nominal
-            )
-        return self.runs[key]
-
-
-def _never_starts(job: Job, idle: IdleMachine) -> str | None:
-    """Why ``job`` can never start even on the idle machine, or None."""
-    if not idle.holds(job):
-        return (
-            f"job {job.id!r} needs more than the whole cluster has even when idle; it can "
-            "never start: resize or cancel it"
-        )
-    if not idle.runs_within_rules(job):
-        c = job.constraints or NO_CONSTRAINTS
-        where = f"in its partition(s) {', '.join(c.partitions)}" if c.partitions else "anywhere"
-        counts = [f"at least {c.min_nodes} nodes"] if c.min_nodes > 1 else []
-        if c.max_nodes is not None:
-            counts.append(f"at most {c.max_nodes} nodes")
-        if c.tasks_per_node is not None:
-            counts.append(f"at most {c.tasks_per_node} per node")
-        shape = f" on {', '.join(counts)}" if counts else ""
-        return (
-            f"job {job.id!r}: its {job.units} units do not fit{shape} {where} even when "
-            "idle (nor within a partition's MaxNodes); it can never start there"
-        )
-    return None
 
 
 def _node_set(owner: str, names: Sequence[str], node_index: Mapping[str, int]) -> frozenset[int]:
@@ -582,7 +423,7 @@ def _running_job(
     index: Mapping[str, int],
     node_index: Mapping[str, int],
 ) -> RunningJob:
-    unit_request = _amounts(f"running job {rj.id!r}", rj.per_unit, index)
+    unit_request = unit_amounts(f"running job {rj.id!r}", rj.per_unit, index)
     allocation = []
     for node_name, units in rj.allocation.items():
         if node_name not in node_index:
@@ -614,79 +455,11 @@ def _queued_job(
         shape = tuple(wj.per_unit.items())
         amounts = shapes.get(shape)
         if amounts is None:
-            amounts = shapes[shape] = _amounts(f"job {wj.id!r}", wj.per_unit, index)
+            amounts = shapes[shape] = unit_amounts(f"job {wj.id!r}", wj.per_unit, index)
         job = core_job(wj, amounts, names, job_constraints(wj, site))
     except SnapshotError as exc:
         return RejectedJobOut(job_id=wj.id, reason=str(exc))
-    never = _never_starts(job, idle)
+    never = never_starts(job, idle)
     if never is not None:
         return RejectedJobOut(job_id=wj.id, reason=never)
     return job
-
-
-def to_decision_out(
-    *,
-    cluster: str,
-    snapshot: Snapshot,
-    decision: Decision,
-    predicted: Mapping[str, int],
-    rejected: list[RejectedJobOut],
-    notes: list[str],
-    wall_ms: float,
-    solve_ms: float,
-    dry_run: bool,
-    decision_id: int | None,
-    snapshot_digest: str = "",
-) -> DecisionOut:
-    nodes = snapshot.nodes
-    d = decision.diagnostics
-    return DecisionOut(
-        cluster=cluster,
-        snapshot_digest=snapshot_digest,
-        decision_id=decision_id,
-        time=snapshot.time,
-        dry_run=dry_run,
-        starts=[
-            StartOut(
-                job_id=s.job_id,
-                allocation={nodes[node].name: units for node, units in s.allocation},
-                predicted_run_time=predicted[s.job_id],
-                may_drift=s.may_drift,
-            )
-            for s in decision.starts
-        ],
-        extensions=[
-            ExtensionOut(job_id=e.job_id, new_time_limit=e.new_limit, reason=e.reason)
-            for e in decision.extensions
-        ],
-        planned=dict(decision.planned) if decision.planned is not None else None,
-        rejected=rejected,
-        diagnostics=DiagnosticsOut(
-            dispatcher=d.dispatcher,
-            solver_status=d.solver_status,
-            fallback=d.fallback,
-            fallback_reason=d.fallback_reason,
-            restarts=d.restarts,
-            wall_ms=round(wall_ms, 3),
-            solve_ms=round(solve_ms, 3),
-            model_variables=d.model_variables,
-            model_constraints=d.model_constraints,
-            model_intervals=d.model_intervals,
-            split_waiting=d.split_waiting,
-            split_dropped=d.split_dropped,
-            guaranteed=d.guaranteed,
-            guarantees_broken=d.guarantees_broken,
-            partial=d.partial,
-            notes=_at_most([*notes, *d.notes], MAX_NOTES),
-        ),
-    )
-
-
-MAX_NOTES = 50
-"""Notes an answer carries (one per over-committed node or skipped job could be many)."""
-
-
-def _at_most(notes: list[str], most: int) -> list[str]:
-    if len(notes) <= most:
-        return notes
-    return [*notes[: most - 1], f"... and {len(notes) - most + 1} more notes"]

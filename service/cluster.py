@@ -16,7 +16,8 @@ from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.state import DispatcherState
 from cpsched.predictor.base import Predictor
 from cpsched.runtime.cluster import Cluster
-from cpsched.runtime.codec import TranslationMemo, core_job
+from cpsched.runtime.codec import TranslationMemo
+from cpsched.runtime.codec_jobs import core_job
 from cpsched.runtime.durations import CENSORED_STATES
 from cpsched.runtime.policy import Policy
 from cpsched.service.kept_state import KeptState

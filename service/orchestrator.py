@@ -24,7 +24,8 @@ from dataclasses import replace
 from sqlalchemy.orm import Session, sessionmaker
 
 from cpsched.core import Decision, Snapshot, decision_violations
-from cpsched.runtime.codec import to_decision_out, to_snapshot
+from cpsched.runtime.codec import to_snapshot
+from cpsched.runtime.codec_decision import to_decision_out
 from cpsched.runtime.gc_pause import collector_paused, freeze_after_calls
 from cpsched.service import reads
 from cpsched.service.cluster import ClusterRuntime

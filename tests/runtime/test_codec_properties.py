@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import Decision, Node, Start, decision_violations, make_snapshot
-from cpsched.runtime.codec import TranslationMemo, to_decision_out, to_snapshot
+from cpsched.runtime.codec import TranslationMemo, to_snapshot
 from cpsched.runtime.codec_client import decision_from_wire
+from cpsched.runtime.codec_decision import to_decision_out
 from cpsched.runtime.policy import Policy
 from cpsched.service.cluster import ClusterRuntime
 from cpsched.wire.deltas import (
