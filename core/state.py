@@ -105,7 +105,9 @@ class DispatcherState:
     """The wait bound's promises to queued jobs, by job id (:mod:`cpsched.core.wait_bound`):
     kept from call to call, the witness with them, so that later decisions keep them."""
     recent_waits: RecentWaits = field(default_factory=RecentWaits)
-    """The waits of the latest jobs the wait bound started: what counts as overdue."""
+    """The waits of the latest jobs started on the cluster, recorded where decisions are
+    applied (:meth:`cpsched.runtime.cluster.Cluster.started`; not a dry run's): what the
+    wait bound counts as overdue."""
     guarantees_broken: int = 0
     """Promises that could not be kept (a running job's limit was extended, or the state
     was lost): each then moved to the earliest time the job can still be given."""

@@ -41,7 +41,6 @@ So a guarantee breaks only when a running job's limit is extended or the state i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from cpsched.core.allocators import Allocator
@@ -124,9 +123,7 @@ class WaitBound:
         trigger = self.after if overdue_after is None else min(self.after, overdue_after)
         if not self.state.guarantees and (oldest is None or now - oldest.submit < trigger):
             # Nothing to keep, nor to promise, nor overdue.
-            decision = self.inner.decide(snapshot, durations)
-            self._started(decision.starts, eligible, now)
-            return decision
+            return self.inner.decide(snapshot, durations)
         # A copy, swapped in at the end: a call the service gave up on (and answered with
         # the fallback, which keeps the same guarantees) may still be running beside it.
         guarantees = {
@@ -152,7 +149,6 @@ class WaitBound:
             started = {start.job_id for start in starts} | guarantees.keys()
             starts += self._fill(profile, rest, started, eligible, durations)
             notes.append(f"{dropped} start(s) left out: they would break a start guarantee")
-        self._started([*kept, *starts], eligible, now)
         planned = dict(decision.planned or {})
         planned.update((job_id, g.start) for job_id, g in guarantees.items() if g.start > now)
         return replace(
@@ -263,16 +259,6 @@ class WaitBound:
                 profile.take(0, job.time_limit, found[1], job)
                 started.append(Start(job_id, found[1]))
         return started
-
-    def _started(self, starts: Sequence[Start], eligible: dict[str, Job], now: int) -> None:
-        """The waits of the jobs started now, for what counts as overdue next."""
-        if self.overdue_quantile is None:
-            return
-        recent = self.state.recent_waits
-        for start in starts:
-            job = eligible.get(start.job_id)
-            if job is not None:
-                recent.add(now - job.submit)
 
     def _admit(
         self,

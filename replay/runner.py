@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError, TraceError
 from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
 from cpsched.replay.outputs import output_directory, write_outputs
@@ -71,7 +72,10 @@ def simulate(
     policy = settings.policy
     system = machine or resolve_system(settings.trace, settings.system)
     correction = policy.correction_policy(system.max_time_limit)
-    dispatcher = policy.make_dispatcher(plan=False, system_cap=system.max_time_limit, replay=True)
+    state = DispatcherState()
+    dispatcher = policy.make_dispatcher(
+        plan=False, system_cap=system.max_time_limit, state=state, replay=True
+    )
     trace = _read_slice(settings, system)
     oracle = policy.predictor == "oracle"
     run_times = {tj.job.id: tj.run_time for tj in trace.jobs} if oracle else None
@@ -108,6 +112,7 @@ def simulate(
         simulator_options,
         progress=progress,
         overrun=policy.overrun,
+        state=state,
     )
     try:
         result = simulator.run()

@@ -44,6 +44,7 @@ from cpsched.core import (
     check_snapshot,
 )
 from cpsched.core.capacity import shift
+from cpsched.core.state import DispatcherState
 from cpsched.errors import CpschedError
 from cpsched.predictor.base import Predictor
 from cpsched.replay.fairshare import FairShare
@@ -99,6 +100,7 @@ class Simulator:
         clock: Callable[[], float] = time.perf_counter,
         progress: Progress | None = None,
         overrun: OverrunRule = "one-second",
+        state: DispatcherState | None = None,
     ) -> None:
         self.system = system
         self.trace = trace
@@ -131,7 +133,7 @@ class Simulator:
         self._running_seen: tuple[RunningJob, ...] | None = None
         self._free_seen: tuple[tuple[tuple[int, ...], ...], tuple[int, ...]] | None = None
         """The snapshot's queue, running jobs and free capacity, until they change."""
-        self.cluster = Cluster(dispatcher, predictor, overrun=overrun)
+        self.cluster = Cluster(dispatcher, predictor, overrun=overrun, state=state)
         self.book = self.cluster.book
         # (time, kind, trace index, version): a job's events are stale once its limit
         # changes and its version moves on.
@@ -273,8 +275,9 @@ class Simulator:
     def _apply(self, decision: Decision, start: int) -> None:
         queue = self._queue
         self._queued_seen = self._running_seen = self._free_seen = None
-        for s in decision.starts:
-            job = queue.pop(s.job_id)
+        started = [queue.pop(s.job_id) for s in decision.starts]
+        self.cluster.started(start, started)
+        for s, job in zip(decision.starts, started, strict=True):
             index = self._index[job.id]
             self._efficiency[index] = self._allocation_efficiency(job, s.allocation)
             shift(self._rows, self._free_total, s.allocation, job, -1, self.system.nodes)

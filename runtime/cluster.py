@@ -9,9 +9,9 @@ differs between the two is only where snapshots come from and where decisions go
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from cpsched.core import Decision, Dispatcher, Snapshot
+from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.registry import is_cp
 from cpsched.core.state import DispatcherState
 from cpsched.predictor.base import Predictor
@@ -62,6 +62,14 @@ class Cluster:
         if self.pause_collector:
             return decide_paused(self.dispatcher, snapshot, self.book.durations)
         return self.dispatcher.decide(snapshot, self.book.durations)
+
+    def started(self, at: int, jobs: Iterable[Job]) -> None:
+        """``jobs`` started at ``at`` by a decision applied to the cluster (a dry run's
+        starts are not): their waits are what the wait bound counts as overdue by."""
+        if self.dispatcher_state is not None:
+            add = self.dispatcher_state.recent_waits.add
+            for job in jobs:
+                add(at - job.submit)
 
     def decide_by_fallback(self, snapshot: Snapshot, stop: Callable[[], bool]) -> Decision:
         """The fallback's decision (the service's, when the dispatcher could not answer

@@ -168,6 +168,7 @@ class ClusterRuntime(Cluster):
         by_id = {job.id: job for job in snapshot.queued}
         for job_id, duration in predicted.items():
             self.book.started(by_id[job_id], snapshot.time, duration)
+        self.started(snapshot.time, (by_id[job_id] for job_id in predicted))
         self.last_snapshot = snapshot
         self.last_decision = decision
         self.shadow = dry_run

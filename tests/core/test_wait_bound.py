@@ -86,6 +86,7 @@ def replay(
             if j.id in chosen:
                 run.append(RunningJob(j, now, j.time_limit, chosen[j.id]))
                 started[j.id] = now
+                state.recent_waits.add(now - j.submit)  # as the cluster runtime records it
         queue = [j for j in queue if j.id not in chosen]
         if not chosen and not pending and not run and queue:
             raise AssertionError(f"jobs left waiting on an idle machine: {queue}")

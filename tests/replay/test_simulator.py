@@ -98,6 +98,21 @@ def test_decision_time_can_be_charged_to_the_simulated_clock():
     assert result.jobs.start.tolist() == [1, 12]
 
 
+def test_the_waits_of_the_jobs_started_are_recorded_in_the_dispatchers_state():
+    from cpsched.core.state import DispatcherState
+
+    state = DispatcherState()
+    Simulator(
+        system(4),
+        HAND_TRACE,
+        make_dispatcher("easy", "first-fit", state=state),
+        WallTime(),
+        state=state,
+    ).run()
+    # EASY's starts (EXPECTED): a at 0, c at 2, d at 42, b at 100; in start order.
+    assert list(state.recent_waits.waits) == [0, 0, 42 - 3, 100 - 1]
+
+
 class NeverStarts:
     name = "never"
 

@@ -269,3 +269,16 @@ def test_the_fallback_stops_at_the_deadline_with_valid_starts(make_client) -> No
     assert any("stopped at the deadline" in note for note in d["diagnostics"]["notes"])
     metrics = client.get("/metrics").text
     assert 'cpsched_partial_decisions_total{cluster="c1"} 1.0' in metrics
+
+
+def test_the_wait_bound_learns_the_waits_of_applied_starts_only(make_client):
+    """Overdue is judged by how long jobs started on the cluster waited: a dry run's
+    starts (shadow mode) are not the cluster's, so they teach nothing."""
+    client = make_client(defaults={"deadline": 30.0})
+    recent = client.app.state.orchestrator.runtime("c1").dispatcher_state.recent_waits
+    body = snapshot(time=1000, queued=[job("q1", submit=400), job("q2", submit=900)])
+    client.post("/v1/clusters/c1/dispatch", json={**body, "dry_run": True}, headers=AUTH)
+    assert list(recent.waits) == []
+    answer = client.post("/v1/clusters/c1/dispatch", json=body, headers=AUTH).json()
+    assert sorted(s["job_id"] for s in answer["starts"]) == ["q1", "q2"]
+    assert sorted(recent.waits) == [100, 600]
