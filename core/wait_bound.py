@@ -138,7 +138,13 @@ class WaitBound:
             g.placement = named(slots[job_id], snapshot.nodes)
         kept = [Start(job_id, slots[job_id]) for job_id, g in guarantees.items() if g.start == now]
         if overdue_after is not None:
-            kept += self._overdue(profile, guarantees, eligible, now - overdue_after)
+            overdue = self._overdue(profile, guarantees, eligible, now - overdue_after)
+            if overdue:
+                kept += overdue
+                notes.append(
+                    f"{len(overdue)} overdue job(s) started first (waited over "
+                    f"{overdue_after} s, longer than {self.overdue_quantile:.0%} of recent jobs)"
+                )
         rest = after_starts(snapshot, kept)
         taken = guarantees.keys() | {start.job_id for start in kept}
         rest = replace(rest, queued=tuple(j for j in rest.queued if j.id not in taken))

@@ -141,6 +141,7 @@ def test_an_overdue_job_starts_before_the_shorter_ones_the_dispatcher_prefers():
     with mock.patch.object(wait_bound, "OVERDUE_FLOOR", 0):
         decision = dispatcher.decide(snapshot(100, MACHINE, run, queue), durations)
     assert [s.job_id for s in decision.starts] == ["j0"]
+    assert "1 overdue job(s) started first" in decision.diagnostics.notes[0]
     # Without it, SJF's choice stands.
     plain = make_dispatcher("sjf", "first-fit", wait_bound=10**6)
     starts = plain.decide(snapshot(100, MACHINE, run, queue), durations).starts
