@@ -120,8 +120,8 @@ def test_the_bounded_policy_keeps_guarantees_in_the_dispatcher_and_the_fallback_
     for wrapped in (dispatcher, fallback):
         bound: Any = wrapped
         assert isinstance(bound, WaitBound)
-        assert (bound.after, bound.depth, bound.state) == (10800, 1, state)
-        assert bound.overdue_quantile == 0.98
+        assert (bound.after, bound.depth, bound.state) == (21600, 1, state)
+        assert bound.overdue_quantile is None
     assert not isinstance(Policy().make_dispatcher(), WaitBound)  # the default has none
 
 
