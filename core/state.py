@@ -104,10 +104,11 @@ class DispatcherState:
     guarantees: dict[str, Guarantee] = field(default_factory=dict)
     """The wait bound's promises to queued jobs, by job id (:mod:`cpsched.core.wait_bound`):
     kept from call to call, the witness with them, so that later decisions keep them."""
-    recent_waits: RecentWaits = field(default_factory=RecentWaits)
+    recent_waits: RecentWaits | None = None
     """The waits of the latest jobs started on the cluster, recorded where decisions are
     applied (:meth:`cpsched.runtime.cluster.Cluster.started`; not a dry run's): what the
-    wait bound counts as overdue."""
+    wait bound counts as overdue. Kept only for a bound that asks (None: not recorded, so
+    a replay's loop does no work for it)."""
     guarantees_broken: int = 0
     """Promises that could not be kept (a running job's limit was extended, or the state
     was lost): each then moved to the earliest time the job can still be given."""

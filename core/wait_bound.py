@@ -51,7 +51,7 @@ from cpsched.core.problem import Allocation, Decision, Job, Node, Snapshot, Star
 from cpsched.core.profile import Profile
 from cpsched.core.reservation import Release
 from cpsched.core.site_dispatch import eligible_snapshot
-from cpsched.core.state import DispatcherState, Guarantee
+from cpsched.core.state import DispatcherState, Guarantee, RecentWaits
 
 OVERDUE_FLOOR = 3600
 """No job is overdue before it has waited this long, however short the recent waits."""
@@ -110,6 +110,8 @@ class WaitBound:
         self.state = state
         self.depth = depth if depth is not None else 1 << 62
         self.overdue_quantile = overdue_quantile
+        if overdue_quantile is not None and state.recent_waits is None:
+            state.recent_waits = RecentWaits()  # the cluster runtime records into it
         self.name = inner.name
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
@@ -246,7 +248,8 @@ class WaitBound:
         for, or too few waits known yet)."""
         if self.overdue_quantile is None:
             return None
-        recent = self.state.recent_waits.quantile(self.overdue_quantile)
+        waits = self.state.recent_waits
+        recent = None if waits is None else waits.quantile(self.overdue_quantile)
         return None if recent is None else max(OVERDUE_FLOOR, recent)
 
     def _overdue(

@@ -66,10 +66,10 @@ class Cluster:
     def started(self, at: int, jobs: Iterable[Job]) -> None:
         """``jobs`` started at ``at`` by a decision applied to the cluster (a dry run's
         starts are not): their waits are what the wait bound counts as overdue by."""
-        if self.dispatcher_state is not None:
-            add = self.dispatcher_state.recent_waits.add
+        waits = self.dispatcher_state.recent_waits if self.dispatcher_state else None
+        if waits is not None:
             for job in jobs:
-                add(at - job.submit)
+                waits.add(at - job.submit)
 
     def decide_by_fallback(self, snapshot: Snapshot, stop: Callable[[], bool]) -> Decision:
         """The fallback's decision (the service's, when the dispatcher could not answer

@@ -99,9 +99,9 @@ def test_decision_time_can_be_charged_to_the_simulated_clock():
 
 
 def test_the_waits_of_the_jobs_started_are_recorded_in_the_dispatchers_state():
-    from cpsched.core.state import DispatcherState
+    from cpsched.core.state import DispatcherState, RecentWaits
 
-    state = DispatcherState()
+    state = DispatcherState(recent_waits=RecentWaits())  # as a bound with overdue jobs asks
     Simulator(
         system(4),
         HAND_TRACE,

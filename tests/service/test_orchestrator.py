@@ -274,7 +274,9 @@ def test_the_fallback_stops_at_the_deadline_with_valid_starts(make_client) -> No
 def test_the_wait_bound_learns_the_waits_of_applied_starts_only(make_client):
     """Overdue is judged by how long jobs started on the cluster waited: a dry run's
     starts (shadow mode) are not the cluster's, so they teach nothing."""
-    client = make_client(defaults={"deadline": 30.0})
+    client = make_client(
+        defaults={"deadline": 30.0, "wait_bound": 21600, "wait_overdue_quantile": 0.98}
+    )
     recent = client.app.state.orchestrator.runtime("c1").dispatcher_state.recent_waits
     body = snapshot(time=1000, queued=[job("q1", submit=400), job("q2", submit=900)])
     client.post("/v1/clusters/c1/dispatch", json={**body, "dry_run": True}, headers=AUTH)
