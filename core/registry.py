@@ -20,7 +20,7 @@ from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
 from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S, SteadyBlocks, SteadyStarts
-from cpsched.core.wait_bound import WaitBound
+from cpsched.core.wait_bound import BoundSettings, WaitBound
 from cpsched.errors import UnknownPolicyError
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ def make_dispatcher(
     wait_bound: int | None = None,
     wait_bound_depth: int | None = None,
     wait_overdue_quantile: float | None = None,
+    wait_bound_today: int | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -103,6 +104,9 @@ def make_dispatcher(
     (:mod:`cpsched.core.wait_bound`), at most ``wait_bound_depth`` jobs at a time (None:
     every such job); None: none. ``wait_overdue_quantile`` starts first, where they fit,
     the jobs that waited longer than that quantile of the latest jobs' waits (None: none).
+    ``wait_bound_today``: a job that has waited that long is promised a start, whatever the
+    depth, once today's scheduler, run beside, would have reserved room for it, and starts
+    first where it fits once today's would have started it (None: neither).
     """
     dispatcher: Dispatcher
     state = state if state is not None else DispatcherState()  # its parts are shared below
@@ -155,15 +159,8 @@ def make_dispatcher(
     # nodes where it cannot drift (or marked may_drift once they waited); then the site's
     # rules: ineligible jobs out, every start checked against them.
     dispatcher = SiteRulesDispatcher(SteadyStarts(dispatcher, state.split_waits, split_wait))
-    dispatcher = bounded(
-        dispatcher,
-        allocator,
-        state,
-        split_wait,
-        wait_bound,
-        wait_bound_depth,
-        wait_overdue_quantile,
-    )
+    bound = BoundSettings(wait_bound, wait_bound_depth, wait_overdue_quantile, wait_bound_today)
+    dispatcher = bounded(dispatcher, allocator, state, split_wait, bound, queue_order)
     return corrected(dispatcher, correction)
 
 
@@ -172,24 +169,30 @@ def bounded(
     allocator: str,
     state: DispatcherState,
     split_wait: int,
-    wait_bound: int | None,
-    wait_bound_depth: int | None = None,
-    wait_overdue_quantile: float | None = None,
+    bound: BoundSettings,
+    queue_order: QueueOrder = "cpsched",
 ) -> Dispatcher:
-    """``dispatcher`` keeping the start guarantees of ``state`` for the jobs that waited
-    ``wait_bound`` seconds (:mod:`cpsched.core.wait_bound`), at most ``wait_bound_depth``
-    jobs at a time (None: all of them), starting the overdue jobs first where they fit
-    (``wait_overdue_quantile``); unchanged when ``wait_bound`` is None."""
-    if wait_bound is None:
+    """``dispatcher`` keeping the start guarantees of ``state`` (:mod:`cpsched.core.wait_bound`)
+    as ``bound`` says; unchanged when it promises nothing. A bound owed from today's
+    schedule runs today's scheduler beside (:func:`make_today`)."""
+    if not bound.bounds:
         return dispatcher
     placer = make_placer(allocator, state, split_wait)
-    return WaitBound(
+    today = None if bound.today_after is None else make_today(queue_order, split_wait)
+    return WaitBound(dispatcher, placer, state, bound, today)
+
+
+def make_today(queue_order: QueueOrder = "cpsched", split_wait: int = SPLIT_WAIT_S) -> Dispatcher:
+    """What a site runs today, as the ``today`` policy replays it: EASY on best-fit,
+    backfilling in queue order, planning with the jobs' limits, with a state of its own."""
+    dispatcher, allocator = FALLBACK
+    return make_dispatcher(
         dispatcher,
-        placer,
-        wait_bound,
-        state,
-        depth=wait_bound_depth,
-        overdue_quantile=wait_overdue_quantile,
+        allocator,
+        plan=False,
+        state=DispatcherState(),
+        queue_order=queue_order,
+        split_wait=split_wait,
     )
 
 

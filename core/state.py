@@ -13,8 +13,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cpsched.core.allocators_hetero import PriorityCounters
+
+if TYPE_CHECKING:
+    from cpsched.core.today_schedule import TodaySchedule
 
 
 @dataclass(slots=True)
@@ -109,6 +113,11 @@ class DispatcherState:
     applied (:meth:`cpsched.runtime.cluster.Cluster.started`; not a dry run's): what the
     wait bound counts as overdue. Kept only for a bound that asks (None: not recorded, so
     a replay's loop does no work for it)."""
+    today_schedule: TodaySchedule | None = None
+    """Today's scheduler run beside on the same arrivals, its ends recorded where the real
+    jobs end (:meth:`cpsched.runtime.cluster.Cluster.finished`): which queued jobs today
+    would have served by now (:mod:`cpsched.core.today_schedule`). Kept only for a bound
+    that asks (None: not run)."""
     guarantees_broken: int = 0
     """Promises that could not be kept (a running job's limit was extended, or the state
     was lost): each then moved to the earliest time the job can still be given."""

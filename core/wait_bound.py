@@ -33,6 +33,11 @@ job's, but only for the jobs that need it:
   by predicted run times does not: a narrow job predicted long otherwise waits behind
   every shorter one, and behind the guaranteed jobs' line (docs/wait-bound.md measured
   the 99th percentile of the wait with and without it).
+* with ``today_after`` W, today's scheduler runs beside (:mod:`cpsched.core.today_schedule`,
+  EASY on the users' requests over the same arrivals and real run times): a job that has
+  waited W gets a guarantee, whatever the depth, once today's would have reserved room
+  for it, and starts first where it fits once today's would have started it. The target
+  is job by job: no job waiting much longer than today would have kept it.
 
 So a guarantee breaks only when a running job's limit is extended or the state is lost
 (a restart): the job then gets the earliest time it can still be given, and
@@ -41,7 +46,9 @@ So a guarantee breaks only when a running job's limit is extended or the state i
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from itertools import takewhile
 
 from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity, after_starts
@@ -52,9 +59,42 @@ from cpsched.core.profile import Profile
 from cpsched.core.reservation import Release
 from cpsched.core.site_dispatch import eligible_snapshot
 from cpsched.core.state import DispatcherState, Guarantee, RecentWaits
+from cpsched.core.today_schedule import TodaySchedule
 
 OVERDUE_FLOOR = 3600
 """No job is overdue before it has waited this long, however short the recent waits."""
+NEVER = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class BoundSettings:
+    """What a :class:`WaitBound` promises, and to whom (None: that part is off)."""
+
+    after: int | None = None
+    """A guarantee for each job that has waited this long (the policy's ``wait_bound``)..."""
+    depth: int | None = None
+    """...at most this many held at once, the longest-waiting first."""
+    overdue_quantile: float | None = None
+    """Jobs that waited longer than this quantile of recent waits start first."""
+    today_after: int | None = None
+    """For each job that has waited this long (``wait_bound_today``): a guarantee, whatever
+    the depth, once today's scheduler, run beside, would have reserved room for it; a
+    start first wherever it fits once today's would have started it."""
+
+    def __post_init__(self) -> None:
+        for name in ("after", "depth", "today_after"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"a wait bound's {name} is >= 0 seconds, got {value}")
+        q = self.overdue_quantile
+        if q is not None and not 0 < q < 1:
+            raise ValueError(f"an overdue quantile is in (0, 1), got {q}")
+
+    @property
+    def bounds(self) -> bool:
+        """Whether any job is ever promised a start."""
+        return self.after is not None or self.today_after is not None
+
 
 Guarantees = dict[str, Guarantee]
 Slots = dict[str, Allocation]
@@ -95,23 +135,23 @@ class WaitBound:
         self,
         inner: Dispatcher,
         allocator: Allocator,
-        after: int,
         state: DispatcherState,
-        depth: int | None = None,
-        overdue_quantile: float | None = None,
+        bound: BoundSettings,
+        today: Dispatcher | None = None,
     ) -> None:
-        if after < 0:
-            raise ValueError(f"a wait bound's trigger is a wait in seconds >= 0, got {after}")
-        if overdue_quantile is not None and not 0 < overdue_quantile < 1:
-            raise ValueError(f"an overdue quantile is in (0, 1), got {overdue_quantile}")
+        if (today is None) != (bound.today_after is None):
+            raise ValueError("a bound owed from today's schedule needs today's scheduler")
         self.inner = inner
         self.allocator = allocator
-        self.after = after
+        self.after = bound.after if bound.after is not None else NEVER
         self.state = state
-        self.depth = depth if depth is not None else 1 << 62
-        self.overdue_quantile = overdue_quantile
-        if overdue_quantile is not None and state.recent_waits is None:
+        self.depth = bound.depth if bound.depth is not None else NEVER
+        self.overdue_quantile = bound.overdue_quantile
+        self.today_after = bound.today_after
+        if bound.overdue_quantile is not None and state.recent_waits is None:
             state.recent_waits = RecentWaits()  # the cluster runtime records into it
+        if today is not None and state.today_schedule is None:
+            state.today_schedule = TodaySchedule(today)  # the cluster runtime records ends into it
         self.name = inner.name
 
     def decide(self, snapshot: Snapshot, durations: Durations) -> Decision:
@@ -123,6 +163,10 @@ class WaitBound:
         oldest = next(iter(eligible.values()), None)
         overdue_after = self._overdue_after()
         trigger = self.after if overdue_after is None else min(self.after, overdue_after)
+        schedule = self._today_schedule()
+        if schedule is not None:
+            schedule.advance(snapshot)
+            trigger = min(trigger, self.today_after or 0)
         if not self.state.guarantees and (oldest is None or now - oldest.submit < trigger):
             # Nothing to keep, nor to promise, nor overdue.
             return self.inner.decide(snapshot, durations)
@@ -135,17 +179,25 @@ class WaitBound:
         broken_before = self.state.guarantees_broken
         slots, notes = self._witness(profile, guarantees, eligible, snapshot)
         self._compress(profile, guarantees, slots, eligible)
-        self._promise(profile, guarantees, slots, eligible, now)
+        self._promise(profile, guarantees, slots, eligible, now, schedule)
         for job_id, g in guarantees.items():
             g.placement = named(slots[job_id], snapshot.nodes)
         kept = [Start(job_id, slots[job_id]) for job_id, g in guarantees.items() if g.start == now]
         if overdue_after is not None:
-            overdue = self._overdue(profile, guarantees, eligible, now - overdue_after)
+            overdue = self._first(profile, guarantees, _submitted_by(eligible, now - overdue_after))
             if overdue:
                 kept += overdue
                 notes.append(
                     f"{len(overdue)} overdue job(s) started first (waited over "
                     f"{overdue_after} s, longer than {self.overdue_quantile:.0%} of recent jobs)"
+                )
+        if schedule is not None:
+            late = self._first(profile, guarantees, self._late(schedule, eligible, now, kept))
+            if late:
+                kept += late
+                notes.append(
+                    f"{len(late)} job(s) started first: today's scheduler would have started "
+                    "them by now"
                 )
         rest = after_starts(snapshot, kept)
         taken = guarantees.keys() | {start.job_id for start in kept}
@@ -228,20 +280,38 @@ class WaitBound:
         slots: Slots,
         eligible: dict[str, Job],
         now: int,
+        schedule: TodaySchedule | None,
     ) -> None:
-        """Guarantees for the jobs that have now waited ``after`` s, oldest first."""
-        for job_id, job in eligible.items():  # in submission order
+        """Guarantees for the jobs today's scheduler has reserved room for once they have
+        waited ``today_after`` s, whatever the depth, then for the jobs that have waited
+        ``after`` s, oldest first, up to the depth."""
+        if schedule is not None and self.today_after is not None:
+            for job_id, job in eligible.items():  # in submission order
+                if now - job.submit < self.today_after:
+                    break
+                if job_id not in guarantees and job_id in schedule.reserved_at:
+                    self._guarantee(profile, guarantees, slots, job, now)
+        for job_id, job in eligible.items():
             if now - job.submit < self.after or len(guarantees) >= self.depth:
                 break
-            if job_id in guarantees:
-                continue
-            found = profile.earliest(job, job.time_limit, self.allocator)
-            if found is None:
-                continue  # it fits on no step, not even an idle machine: nothing to promise
-            step, slots[job_id] = found
-            start = profile.times[step]
-            guarantees[job_id] = Guarantee(start, start, (), now)
-            profile.take(step, job.time_limit, slots[job_id], job)
+            if job_id not in guarantees:
+                self._guarantee(profile, guarantees, slots, job, now)
+
+    def _guarantee(
+        self, profile: Profile, guarantees: Guarantees, slots: Slots, job: Job, now: int
+    ) -> None:
+        """``job``'s guarantee: the earliest step it fits at its limit, taken in ``profile``."""
+        found = profile.earliest(job, job.time_limit, self.allocator)
+        if found is None:
+            return  # it fits on no step, not even an idle machine: nothing to promise
+        step, slots[job.id] = found
+        start = profile.times[step]
+        guarantees[job.id] = Guarantee(start, start, (), now)
+        profile.take(step, job.time_limit, slots[job.id], job)
+
+    def _today_schedule(self) -> TodaySchedule | None:
+        """Today's scheduler run beside, when this bound asks for it."""
+        return self.state.today_schedule if self.today_after is not None else None
 
     def _overdue_after(self) -> int | None:
         """How long a job waits before it is overdue; None: no job is (no quantile asked
@@ -252,21 +322,33 @@ class WaitBound:
         recent = None if waits is None else waits.quantile(self.overdue_quantile)
         return None if recent is None else max(OVERDUE_FLOOR, recent)
 
-    def _overdue(
-        self, profile: Profile, guarantees: Guarantees, eligible: dict[str, Job], submitted_by: int
-    ) -> list[Start]:
-        """The overdue jobs (submitted by ``submitted_by``) without a guarantee that fit now
-        at their limits with every witness slot intact, oldest first, taken in ``profile``."""
+    def _late(
+        self, schedule: TodaySchedule, eligible: dict[str, Job], now: int, kept: list[Start]
+    ) -> list[Job]:
+        """The jobs today's scheduler would have started by now that have waited
+        ``today_after`` s and are not starting yet, oldest first."""
+        assert self.today_after is not None
+        starting = {start.job_id for start in kept}
+        late = [
+            eligible[job_id]
+            for job_id in list(schedule.started_at)  # copied at once: a late call may advance it
+            if job_id in eligible
+            and job_id not in starting
+            and now - eligible[job_id].submit >= self.today_after
+        ]
+        return sorted(late, key=lambda job: job.submit)
+
+    def _first(self, profile: Profile, guarantees: Guarantees, jobs: Iterable[Job]) -> list[Start]:
+        """Those of ``jobs`` without a guarantee that fit now at their limits with every
+        witness slot intact, in the order given, taken in ``profile``."""
         started: list[Start] = []
-        for job_id, job in eligible.items():  # in submission order
-            if job.submit > submitted_by:
-                break
-            if job_id in guarantees or not profile.fits_now_total(job.request):
+        for job in jobs:
+            if job.id in guarantees or not profile.fits_now_total(job.request):
                 continue
             found = profile.earliest(job, job.time_limit, self.allocator, now_only=True)
             if found is not None:
                 profile.take(0, job.time_limit, found[1], job)
-                started.append(Start(job_id, found[1]))
+                started.append(Start(job.id, found[1]))
         return started
 
     def _admit(
@@ -311,3 +393,8 @@ class WaitBound:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)  # transparent, as the other wrappers
+
+
+def _submitted_by(eligible: dict[str, Job], by: int) -> Iterator[Job]:
+    """The jobs of ``eligible`` (in submission order) submitted by ``by``."""
+    return takewhile(lambda job: job.submit <= by, eligible.values())

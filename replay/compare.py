@@ -145,6 +145,7 @@ SAID = {
     "wait_bound",
     "wait_bound_depth",
     "wait_overdue_quantile",
+    "wait_bound_today",
 }
 """Settings :func:`describe` puts in words; the others it lists as ``name=value``."""
 
@@ -167,6 +168,11 @@ def describe(policy: Policy) -> str:
         if policy.wait_overdue_quantile:
             share = f"{policy.wait_overdue_quantile:.0%}"
             words += f", a job waiting longer than {share} of recent jobs did started first"
+    if policy.wait_bound_today:
+        words += (
+            f", after {human_duration(policy.wait_bound_today)} a job is given what today's "
+            "scheduler would have given it"
+        )
     default = Policy()
     # A job can only outlive a prediction that is not its limit or its real run time.
     guessed = policy.predictor not in ("wall-time", "oracle")

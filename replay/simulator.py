@@ -341,6 +341,7 @@ class Simulator:
         killed = end < rj.start + tj.run_time
         self._killed[index] = killed
         self.book.finished(tj.job, rj.start, end, censored=killed)
+        self.cluster.finished(tj.job.id, rj.start, end)
         if self._fairshare is not None:
             self._fairshare.charge(tj.job, rj.start, end)
 

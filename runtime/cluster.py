@@ -71,6 +71,13 @@ class Cluster:
             for job in jobs:
                 waits.add(at - job.submit)
 
+    def finished(self, job_id: str, start: int, end: int) -> None:
+        """``job_id`` ran from ``start`` to ``end`` on the cluster: today's scheduler run
+        beside (when the wait bound asks for it) ends it that long after it started it."""
+        schedule = self.dispatcher_state.today_schedule if self.dispatcher_state else None
+        if schedule is not None:
+            schedule.ended(job_id, start, end)
+
     def decide_by_fallback(self, snapshot: Snapshot, stop: Callable[[], bool]) -> Decision:
         """The fallback's decision (the service's, when the dispatcher could not answer
         in time), returning what it has once ``stop`` says so."""

@@ -43,6 +43,7 @@ from cpsched.core.search_defaults import (
 )
 from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S
+from cpsched.core.wait_bound import BoundSettings
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS, make_predictor
 from cpsched.runtime.overrun import OverrunRule
@@ -246,6 +247,14 @@ class Policy(BaseModel):
         "the latest 2,000 jobs' waits (and at least 1 h) starts first wherever it fits now "
         "at its limit, guarantees kept (0: none).",
     )
+    wait_bound_today: int = Field(
+        0,
+        ge=0,
+        description="A job that has waited this many seconds gets a start guarantee (beyond "
+        "wait_bound_depth) once today's scheduler, run beside on the same arrivals (EASY "
+        "on the requests), would have reserved room for it, and starts first where it "
+        "fits once today's would have started it (0: none).",
+    )
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
     )
@@ -425,6 +434,7 @@ class Policy(BaseModel):
             wait_bound=self.wait_bound or None,
             wait_bound_depth=self.wait_bound_depth or None,
             wait_overdue_quantile=self.wait_overdue_quantile or None,
+            wait_bound_today=self.wait_bound_today or None,
         )
         # The service's fallback keeps the same guarantees (the CP dispatcher's own copy
         # of it is inside the bound already).
@@ -456,13 +466,16 @@ class Policy(BaseModel):
     def _bounded(self, fallback: Dispatcher, state: DispatcherState) -> Dispatcher:
         """The fallback keeping the dispatcher's start guarantees (the same ``state``)."""
         return bounded(
-            fallback,
-            FALLBACK[1],
-            state,
-            self.split_wait,
+            fallback, FALLBACK[1], state, self.split_wait, self.bound_settings(), self.priority
+        )
+
+    def bound_settings(self) -> BoundSettings:
+        """The wait bound's settings (:mod:`cpsched.core.wait_bound`), 0 meaning off."""
+        return BoundSettings(
             self.wait_bound or None,
             self.wait_bound_depth or None,
             self.wait_overdue_quantile or None,
+            self.wait_bound_today or None,
         )
 
     def _fallback(self, state: DispatcherState, plan: bool) -> Dispatcher:

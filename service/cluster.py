@@ -178,6 +178,7 @@ class ClusterRuntime(Cluster):
         for wire in sorted(jobs, key=lambda j: (j.end, j.start)):
             job = finished_core_job(wire, self.resource_names)
             self.learn(job, wire.start, wire.end, wire.state)
+            self.finished(job.id, wire.start, wire.end)
 
     def learn(self, job: Job, start: int, end: int, state: str) -> None:
         """Teach the predictor one finished job (callers go in end order)."""

@@ -140,6 +140,13 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.later_than_today = Gauge(
+            "cpsched_later_than_today_jobs",
+            "Queued jobs that today's scheduler, run beside (wait_bound_today), would have "
+            "started by now, after the latest decision.",
+            ["cluster"],
+            registry=r,
+        )
         self.guarantees_broken = Counter(
             "cpsched_guarantees_broken_total",
             "Start guarantees that could not be kept (a running job's limit extended, a "

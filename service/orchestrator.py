@@ -257,6 +257,11 @@ class Orchestrator:
             answered = time.perf_counter()
             runtime.learn_answer(answered - decided)
         self._count(cluster, snapshot, answer, solve_s, answered - began)
+        schedule = runtime.dispatcher_state.today_schedule if runtime.dispatcher_state else None
+        if schedule is not None:  # the jobs still waiting that today's would have started
+            starting = set() if answer.dry_run else {s.job_id for s in answer.starts}
+            late = sum(job_id not in starting for job_id in list(schedule.started_at))
+            self.metrics.later_than_today.labels(cluster).set(late)
         return answer.model_copy(update={"decision_id": decision_id})
 
     def _claim_lease(self, cluster: str, runtime: ClusterRuntime, writer: str) -> None:

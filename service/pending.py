@@ -45,12 +45,15 @@ def pending(
     position: int,
     split_wait: int | None = None,
     guaranteed: int | None = None,
+    today_start: int | None = None,
 ) -> PendingReason:
     """Why the ``position``-th queued job is not running: the rules holding it, what it
     lacks on the nodes it may use, who goes before it (in the plan when there is one, else
     in the queue) and its planned start. ``split_wait``: since when it has waited for nodes
     where Slurm's split of its tasks cannot drift (:mod:`cpsched.core.steady_blocks`);
-    ``guaranteed``: the start it is guaranteed (:mod:`cpsched.core.wait_bound`)."""
+    ``guaranteed``: the start it is guaranteed (:mod:`cpsched.core.wait_bound`);
+    ``today_start``: when today's scheduler, run beside, started it
+    (:mod:`cpsched.core.today_schedule`)."""
     job = snapshot.queued[position]
     reasons = rule_reasons(snapshot, job)
     lacks = waits_for(snapshot, job, reasons)
@@ -74,5 +77,6 @@ def pending(
         jobs_ahead=ahead,
         planned_start=mine,
         guaranteed_start=guaranteed,
+        today_start=today_start,
         rules=reasons,
     )

@@ -117,6 +117,8 @@ def _job_state(runtime: ClusterRuntime, job_id: str, done: FinishedJobRow | None
         state = runtime.dispatcher_state
         split_wait = state.split_waits.get(job_id) if state is not None else None
         promise = state.guarantees.get(job_id) if state is not None else None
+        schedule = state.today_schedule if state is not None else None
+        today_start = schedule.started_at.get(job_id) if schedule is not None else None
     if rejected is not None:
         return JobInfoOut(**base, state="rejected", rejected_because=rejected)
     if snapshot is not None:
@@ -140,6 +142,7 @@ def _job_state(runtime: ClusterRuntime, job_id: str, done: FinishedJobRow | None
                         position,
                         split_wait,
                         None if promise is None else promise.start_by,
+                        today_start,
                     ),
                 )
     return JobInfoOut(**base, state="unknown")

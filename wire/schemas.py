@@ -453,6 +453,12 @@ class PendingReason(ResponseModel):
         "their limits (the policy's wait_bound guarantee, given once it has waited that "
         "long; it only ever moves earlier). None: no guarantee yet, or no wait bound.",
     )
+    today_start: int | None = Field(
+        None,
+        description="When today's scheduler (EASY on the users' requests), run beside on "
+        "the same arrivals (the policy's wait_bound_today), started it: the job has waited "
+        "longer than today's would have kept it. None: not yet, or not run.",
+    )
     rules: list[str] = Field(
         default_factory=list,
         description="The site's rules that hold it back (a dependency, a limit, a "

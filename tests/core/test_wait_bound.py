@@ -19,20 +19,10 @@ from cpsched.core.problem import Node
 from cpsched.core.registry import make_dispatcher
 from cpsched.core.state import FEWEST_WAITS, REFRESH_EVERY, DispatcherState, RecentWaits
 from cpsched.core.validate import check_decision
+from tests.core.random_jobs import jobs_strategy, trace_of
 from tests.factories import job, nodes, snapshot
 
 MACHINE = nodes(4, 4)
-
-jobs_strategy = st.lists(
-    st.tuples(
-        st.integers(0, 150),  # submit gap
-        st.integers(1, 8),  # cores
-        st.integers(10, 300),  # limit
-        st.floats(0.05, 1.0),  # run time as a share of the limit
-    ),
-    min_size=5,
-    max_size=25,
-)
 
 
 def replay(
@@ -41,15 +31,12 @@ def replay(
     after: int,
     depth: int | None = None,
     overdue: float | None = None,
+    today: int | None = None,
 ) -> tuple[dict[str, int], dict[str, int], DispatcherState]:
     """Each job's start and last guarantee, and the state, from an event-by-event run.
     With ``overdue``, the state starts with 100 waits of 0-99 s known (the quantile's
     floor is the caller's to lower)."""
-    submit, trace, runtime = 0, [], {}
-    for k, (gap, cores, limit, share) in enumerate(spec):
-        submit += gap
-        trace.append(job(f"j{k}", submit=submit, units=cores, limit=limit))
-        runtime[f"j{k}"] = max(1, int(limit * share))
+    trace, runtime = trace_of(spec)
     state = DispatcherState()
     if overdue is not None:
         state.recent_waits = RecentWaits()
@@ -62,6 +49,7 @@ def replay(
         wait_bound=after,
         wait_bound_depth=depth,
         wait_overdue_quantile=overdue,
+        wait_bound_today=today,
     )
     run: list[RunningJob] = []
     queue: list[Job] = []
@@ -72,6 +60,9 @@ def replay(
     while pending or queue or run:
         times = [j.submit for j in pending[:1]] + [rj.start + runtime[rj.job.id] for rj in run]
         now = max(now, min(times))
+        for rj in run:
+            if rj.start + runtime[rj.job.id] <= now and state.today_schedule is not None:
+                state.today_schedule.ended(rj.job.id, rj.start, now)  # as the cluster runtime
         run = [rj for rj in run if rj.start + runtime[rj.job.id] > now]
         while pending and pending[0].submit <= now:
             queue.append(pending.pop(0))
@@ -95,19 +86,22 @@ def replay(
     return started, promised, state
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     spec=jobs_strategy,
     inner=st.sampled_from(["sjf", "ljf", "easy", "fcfs"]),
     after=st.sampled_from([1, 50, 200]),
     depth=st.sampled_from([None, 1, 3]),
     overdue=st.sampled_from([None, 0.3, 0.9]),
+    today=st.sampled_from([None, 0, 60]),
 )
-def test_every_guarantee_is_kept_when_jobs_end_by_their_limits(spec, inner, after, depth, overdue):
+def test_every_guarantee_is_kept_when_jobs_end_by_their_limits(
+    spec, inner, after, depth, overdue, today
+):
     """With or without overdue jobs started first (their floor lowered: the traces last
-    minutes)."""
+    minutes), and with or without the jobs today's scheduler would have served."""
     with mock.patch.object(wait_bound, "OVERDUE_FLOOR", 0):
-        started, promised, state = replay(spec, inner, after, depth, overdue)
+        started, promised, state = replay(spec, inner, after, depth, overdue, today)
     assert len(started) == len(spec)
     assert state.guarantees_broken == 0
     late = {j: (started[j], by) for j, by in promised.items() if started[j] > by}

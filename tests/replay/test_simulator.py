@@ -113,6 +113,38 @@ def test_the_waits_of_the_jobs_started_are_recorded_in_the_dispatchers_state():
     assert list(state.recent_waits.waits) == [0, 0, 42 - 3, 100 - 1]
 
 
+def test_the_ends_of_the_jobs_are_recorded_in_todays_schedule():
+    """The real cluster runs FCFS; today's EASY, run beside, learns each real end as the
+    simulator applies it (``Cluster.finished``), never earlier."""
+    from cpsched.core.state import DispatcherState
+
+    # a's real end (60, before its limit) reaches the schedule at 60: b starts there at 60.
+    # c (backfilled at 2) and d have not run for real yet: the schedule runs c to its
+    # limit (52), when d is backfilled.
+    trace = [
+        trace_job("a", 0, 3, 100, 60),
+        trace_job("b", 1, 2, 50, 50),
+        trace_job("c", 2, 1, 50, 40),
+        trace_job("d", 3, 1, 200, 10),
+    ]
+    state = DispatcherState()
+    real = make_dispatcher("fcfs", "first-fit", state=state, wait_bound_today=10**6)
+    today_starts: dict[str, int] = {}
+
+    class Watching:
+        name = real.name
+
+        def decide(self, snapshot, durations):
+            decision = real.decide(snapshot, durations)
+            assert state.today_schedule is not None
+            today_starts.update((i, rj.start) for i, rj in state.today_schedule.running.items())
+            return decision
+
+    result = Simulator(system(4), trace, Watching(), WallTime(), state=state).run()
+    assert result.jobs.start.tolist() == [0, 60, 60, 60]  # FCFS, unchanged by the schedule
+    assert today_starts == {"a": 0, "c": 2, "d": 52, "b": 60}
+
+
 class NeverStarts:
     name = "never"
 

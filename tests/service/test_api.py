@@ -620,3 +620,20 @@ def test_health_answers_while_every_worker_thread_is_busy(client):
         assert client.get("/metrics").status_code == 200
     finally:
         client.portal.call(give_back, taken)
+
+
+def test_job_info_says_when_todays_scheduler_would_have_started_a_waiting_job(make_client):
+    # A dry run at 1,000 s: n2 is free, today's EASY (run beside, wait_bound_today)
+    # starts q1 at once, but the cluster does not (shadow mode starts nothing). q1 is
+    # still queued at the next call: it waits longer than today would have kept it.
+    client = make_client(defaults={"wait_bound_today": 3600})
+    nodes = [node("n1"), node("n2")]
+    r1 = {**job("r1", units=4, limit=600), "start": 500, "allocation": {"n1": 4}}
+    body = snapshot(nodes=nodes, running=[r1], queued=[job("q1", submit=900, units=4)])
+    client.post("/v1/clusters/c1/dispatch", json={**body, "dry_run": True}, headers=AUTH)
+    info = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
+    assert info["pending"]["today_start"] == 1000
+    assert 'cpsched_later_than_today_jobs{cluster="c1"} 1.0' in client.get("/metrics").text
+    # Once it has left the queue, nothing is said of it.
+    client.post("/v1/clusters/c1/dispatch", json=snapshot(time=1010, nodes=nodes), headers=AUTH)
+    assert 'cpsched_later_than_today_jobs{cluster="c1"} 0.0' in client.get("/metrics").text

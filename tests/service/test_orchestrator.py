@@ -273,7 +273,7 @@ def test_the_fallback_stops_at_the_deadline_with_valid_starts(make_client) -> No
 
 def test_the_wait_bound_learns_the_waits_of_applied_starts_only(make_client):
     """Overdue is judged by how long jobs started on the cluster waited: a dry run's
-    starts (shadow mode) are not the cluster's, so they teach nothing."""
+    starts (schedule mode) are not the cluster's, so they teach nothing."""
     client = make_client(
         defaults={"deadline": 30.0, "wait_bound": 21600, "wait_overdue_quantile": 0.98}
     )
@@ -284,3 +284,19 @@ def test_the_wait_bound_learns_the_waits_of_applied_starts_only(make_client):
     answer = client.post("/v1/clusters/c1/dispatch", json=body, headers=AUTH).json()
     assert sorted(s["job_id"] for s in answer["starts"]) == ["q1", "q2"]
     assert sorted(recent.waits) == [100, 600]
+
+
+def test_finished_jobs_end_in_todays_schedule_when_they_end_on_the_cluster(make_client):
+    """Today's scheduler run beside learns a job's run time from the finished batch the
+    bridge posts, not before: q1 runs there to its limit until then."""
+    from tests.service.conftest import finished
+
+    client = make_client(defaults={"wait_bound_today": 3600})
+    schedule = client.app.state.orchestrator.runtime("c1").dispatcher_state.today_schedule
+    body = snapshot(time=1000, queued=[job("q1", submit=900, limit=600)])
+    client.post("/v1/clusters/c1/dispatch", json=body, headers=AUTH)
+    assert schedule.ends == [(1600, "q1")]  # started at 1000 in the schedule, limit 600
+    batch = {"jobs": [{**finished("q1", 1000, 1100), "submit": 900, "time_limit": 600}]}
+    ack = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
+    assert ack["stored"] == 1
+    assert sorted(schedule.ends) == [(1100, "q1"), (1600, "q1")]

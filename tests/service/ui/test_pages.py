@@ -320,6 +320,16 @@ def test_the_job_page_gives_the_start_guarantee(make_client):
     assert queue.count("tag-guarantee") == 1  # q1's row says so, in the queue too
 
 
+def test_the_job_page_says_when_todays_scheduler_would_have_started_it(make_client):
+    client = make_client(defaults={"wait_bound_today": 3600})
+    busy = {**job("r1", units=4, limit=600), "start": 500, "allocation": {"n1": 4}}
+    body = snapshot(running=[busy], queued=[job("q1", submit=900, units=2)])
+    client.post("/v1/clusters/c1/dispatch", json={**body, "dry_run": True}, headers=AUTH)
+    html = client.get("/ui/clusters/c1/jobs/q1", headers=AUTH).text
+    today = re.search(r'<li id="job-today">(.*?)</li>', html)
+    assert today is not None and "would have started it at" in today.group(1)
+
+
 def test_an_unknown_job_page_is_a_404_that_says_so(fed):
     answer = fed.get("/ui/clusters/c1/jobs/no-such-job", headers=AUTH)
     assert answer.status_code == 404 and "knows no job no-such-job" in answer.text
