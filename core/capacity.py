@@ -6,7 +6,8 @@ costs what it touches, not the machine's size.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from itertools import compress, count
 from operator import is_not, itemgetter
@@ -82,6 +83,7 @@ __all__ = [
     "FreeCapacity",
     "after_starts",
     "covers",
+    "distinct_rows",
     "placeable_units",
     "shift",
     "take_in_turn",
@@ -196,10 +198,17 @@ class FreeCapacity:
         return list(compress(count(), map(is_not, self._rows, other._rows)))
 
 
-def placeable_units(free: FreeCapacity, job: Job) -> int:
-    """Units of ``job`` that fit on the machine as it is, summed over nodes."""
+def distinct_rows(free: FreeCapacity) -> list[tuple[Amounts, int]]:
+    """Each distinct free row with how many nodes have it: most machines have a few, so
+    what fits on them is counted once per row, not once per node."""
+    return list(Counter(free.rows()).items())
+
+
+def placeable_units(rows: Iterable[tuple[Amounts, int]], job: Job) -> int:
+    """Units of ``job`` that fit on the machine as it is (its ``distinct_rows``), summed
+    over nodes."""
     wanted = job.wanted
-    return sum(units_fitting(row, wanted) for row in free.rows())
+    return sum(units_fitting(row, wanted) * nodes for row, nodes in rows)
 
 
 def after_starts(snapshot: Snapshot, starts: list[Start]) -> Snapshot:

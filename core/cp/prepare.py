@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cpsched.core.capacity import FreeCapacity, placeable_units, units_fitting
+from cpsched.core.capacity import FreeCapacity, distinct_rows, placeable_units, units_fitting
 from cpsched.core.durations import Durations, remaining
 from cpsched.core.problem import Amounts, Job, Snapshot
 from cpsched.errors import ConfigError
@@ -122,12 +122,14 @@ def startable_now(order: Sequence[Job], free: FreeCapacity) -> tuple[list[Job], 
     # Units that fit depend on the unit's request only, and most jobs share a few: count
     # once per request (Curie: 5,544 nodes, up to hundreds of queued jobs).
     placeable: dict[tuple[tuple[int, int], ...], int] = {}
+    rows: list[tuple[Amounts, int]] | None = None
     for job in order:
         ok = free.fits_total(job.request)
         if ok:
             units = placeable.get(job.wanted)
             if units is None:
-                units = placeable[job.wanted] = placeable_units(free, job)
+                rows = distinct_rows(free) if rows is None else rows
+                units = placeable[job.wanted] = placeable_units(rows, job)
             ok = units >= job.units
         (fit if ok else dropped).append(job)
     return fit, dropped

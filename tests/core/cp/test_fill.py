@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from cpsched.core import check_decision
 from cpsched.core.allocators import BestFit
-from cpsched.core.capacity import FreeCapacity, after_starts, placeable_units
+from cpsched.core.capacity import FreeCapacity, after_starts, distinct_rows, placeable_units
 from cpsched.core.cp import HCP3Dispatcher, ModelConfig
 from cpsched.core.cp.fill import fill, holds
 from cpsched.core.cp.guard import Guard
@@ -168,7 +168,7 @@ def fits_at(time, snap, durations, jobs, starts, job) -> bool:
     for start in starts:
         if snap.time + durations[start.job_id] > time:
             free.take(start.allocation, jobs[start.job_id])
-    return placeable_units(free, job) >= job.units
+    return placeable_units(distinct_rows(free), job) >= job.units
 
 
 def earliest_fit(snap: Snapshot, durations, jobs, starts, job) -> int | None:
