@@ -15,6 +15,8 @@ its limit. Where the real cluster started a job no later than today's scheduler 
 have (what the wait bound is there to keep), the real end comes first and the schedule
 is exact; where it started it later, the schedule learns the end only then and falls a
 little behind what today's scheduler would have done, which only makes it more lenient.
+A job that leaves the real queue without running (cancelled while pending) leaves today's
+queue too, at the next call.
 """
 
 from __future__ import annotations
@@ -84,11 +86,30 @@ class TodaySchedule:
         ]
         arrivals.sort(key=lambda job: job.submit)
         self.real_queue = frozenset(job.id for job in snapshot.queued)
+        withdrawn = self._withdraw(known - self.real_queue, snapshot)
         self._run_until(now, arrivals, snapshot)
         self.time = now
+        if withdrawn and self.queue:
+            self._decide(now, snapshot)  # what today's would do once they are gone
         for pending in (self.reserved_at, self.started_at):
             for job_id in [j for j in pending if j not in self.real_queue]:
                 del pending[job_id]
+
+    def _withdraw(self, left: frozenset[str], snapshot: Snapshot) -> bool:
+        """The jobs that left the real queue without running (cancelled, or removed while
+        pending: no end will ever come for them) leave today's queue too; otherwise
+        today's scheduler would run them there, each to its limit. Whether any did."""
+        gone = [job_id for job_id in left if job_id in self.queue and job_id not in self.run_times]
+        if not gone:
+            return False
+        running = {rj.job.id for rj in snapshot.running}
+        withdrawn = False
+        for job_id in gone:
+            if job_id not in running:
+                del self.queue[job_id]
+                del self.limits[job_id]
+                withdrawn = True
+        return withdrawn
 
     def ended(self, job_id: str, start: int, end: int) -> None:
         """The real cluster's ``job_id`` ran from ``start`` to ``end``: it ends in today's schedule

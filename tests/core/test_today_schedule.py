@@ -74,6 +74,22 @@ def test_todays_schedule_reads_no_run_time_before_the_real_job_ends():
     assert schedule.started_at == {} and schedule.reserved_at == {}
 
 
+def test_a_job_cancelled_while_queued_leaves_todays_queue():
+    # j0 waits behind r in today's schedule, which reserves room for it. The real j0 is
+    # cancelled while pending (no end will ever come for it): today's schedule drops it,
+    # so j1 is the job it reserves for and starts at r's limit (100), not after j0 would
+    # have run there to its own limit.
+    schedule = TodaySchedule(make_today())
+    r = RunningJob(job("r", units=8), 0, 100, ((0, 4), (1, 4)))
+    queue = [job("j0", units=8), job("j1", submit=5, units=8)]
+    schedule.advance(snapshot(10, MACHINE, [r], queue))
+    assert schedule.reserved_at == {"j0": 10}
+    schedule.advance(snapshot(30, MACHINE, [r], queue[1:]))
+    assert set(schedule.queue) == {"j1"} and schedule.reserved_at == {"j1": 30}
+    schedule.advance(snapshot(120, MACHINE, (), queue[1:]))  # r's end never reported
+    assert schedule.started_at == {"j1": 100}
+
+
 def test_a_job_today_runs_no_longer_than_its_limit_in_todays_schedule():
     schedule = TodaySchedule(make_today())
     queue = [job("j0", units=8, limit=100), job("j1", units=8)]
