@@ -200,7 +200,11 @@ class FreeCapacity:
 
 def distinct_rows(free: FreeCapacity) -> list[tuple[Amounts, int]]:
     """Each distinct free row with how many nodes have it: most machines have a few, so
-    what fits on them is counted once per row, not once per node."""
+    what fits on them is counted once per row, not once per node. The node index, when
+    built, has them already."""
+    index = free.index(build=False)
+    if index is not None:
+        return [(row, len(nodes)) for row, nodes in index.buckets.items()]
     return list(Counter(free.rows()).items())
 
 

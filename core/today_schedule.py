@@ -100,16 +100,13 @@ class TodaySchedule:
         pending: no end will ever come for them) leave today's queue too; otherwise
         today's scheduler would run them there, each to its limit. Whether any did."""
         gone = [job_id for job_id in left if job_id in self.queue and job_id not in self.run_times]
-        if not gone:
-            return False
-        running = {rj.job.id for rj in snapshot.running}
-        withdrawn = False
+        if gone:  # the real cluster's running jobs are looked at only when some left
+            running = {rj.job.id for rj in snapshot.running}
+            gone = [job_id for job_id in gone if job_id not in running]
         for job_id in gone:
-            if job_id not in running:
-                del self.queue[job_id]
-                del self.limits[job_id]
-                withdrawn = True
-        return withdrawn
+            del self.queue[job_id]
+            del self.limits[job_id]
+        return bool(gone)
 
     def ended(self, job_id: str, start: int, end: int) -> None:
         """The real cluster's ``job_id`` ran from ``start`` to ``end``: it ends in today's schedule
