@@ -139,6 +139,7 @@ OVERRUN_NAMES = {
 SAID = {
     "overrun",
     "dispatcher",
+    "prediction_margin",
     "predictor",
     "backfill_order",
     "backfill_depth",
@@ -158,6 +159,8 @@ def describe(policy: Policy) -> str:
     if policy.dispatcher == "easy" and policy.backfill_depth > 1:
         dispatcher = f"conservative backfilling ({policy.backfill_depth} reservations)"
     words = f"{dispatcher} on {PREDICTOR_NAMES.get(policy.predictor, policy.predictor)}"
+    if policy.prediction_margin != 1 and policy.predictor != "oracle":
+        words += f", planned {policy.prediction_margin:g} times as long"
     if policy.dispatcher == "easy" and policy.backfill_order == "shortest":
         words += ", the shortest predicted job backfilled first"
     if policy.wait_bound:

@@ -45,6 +45,7 @@ from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S
 from cpsched.core.wait_bound import BoundSettings
 from cpsched.errors import ConfigError
+from cpsched.predictor.margin import Margin
 from cpsched.predictor.registry import PREDICTORS, make_predictor
 from cpsched.runtime.overrun import OverrunRule
 
@@ -135,6 +136,14 @@ class Policy(BaseModel):
         "last-two",
         description="Run times the dispatcher plans with: the request (wall-time), the "
         "user's last two (last-two), job profiles, AdaBoost, or the trace's (oracle, replay).",
+    )
+    prediction_margin: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="Plan with every prediction this many times longer, never past the "
+        "request: an under-estimate breaks plans, an over-estimate only loses a backfill "
+        "(the oracle is never scaled).",
     )
     backfill_order: BackfillOrder = Field(
         "shortest",
@@ -498,10 +507,14 @@ class Policy(BaseModel):
         if self.predictor == "oracle":
             return make_predictor("oracle", run_times=run_times)
         if self.predictor == "adaboost":
-            return make_predictor(
+            predictor = make_predictor(
                 "adaboost", background=background, retrain_every=self.retrain_every
             )
-        return make_predictor(self.predictor)
+        else:
+            predictor = make_predictor(self.predictor)
+        if self.prediction_margin == 1:
+            return predictor
+        return Margin(predictor, self.prediction_margin)
 
 
 def explain(exc: ValidationError) -> str:

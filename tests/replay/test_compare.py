@@ -21,3 +21,10 @@ def test_a_setting_without_words_is_listed_by_name():
     words = describe(Policy(overrun="doubling", retrain_every=10))
     assert "a job past its prediction expected to run twice as long" in words
     assert words.endswith("; retrain_every=10")
+
+
+def test_a_prediction_margin_is_said_except_for_the_oracle_which_ignores_it():
+    assert describe(Policy.named("default", prediction_margin=2)).endswith(
+        "last two run times, planned 2 times as long"
+    )
+    assert "planned" not in describe(Policy.named("oracle", prediction_margin=2))
