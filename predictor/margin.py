@@ -3,9 +3,9 @@
 An under-estimate costs a schedule more than an over-estimate: a running job predicted to
 end soon that runs on breaks the plan built on its nodes (and, with the ``request``
 overrun rule, is then planned to its limit), where one predicted long only loses a
-backfill chance. Planning with every prediction (queued and running jobs alike, so that a
-job keeps its place in the plan when it starts) ``factor`` times longer, never past the
-request, measured on replays in docs/results/predictors.md.
+backfill chance. :class:`Margin` makes every prediction ``factor`` times longer, never past
+the request; the policy applies it to queued and running jobs alike, so that a job keeps
+its place in the plan when it starts (measured on replays in docs/results/predictors.md).
 """
 
 from __future__ import annotations
