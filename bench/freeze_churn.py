@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
-from service_common import HEADERS, TOKEN
+from service_common import HEADERS, TOKEN, rss_mb
 from service_scale import NOW, machine, startable_job
 
 from cpsched.cli.local_service import local_service
@@ -44,11 +44,6 @@ for prefix in ("a", "b"):
     for node in nodes:
         node["name"] = f"{prefix}{node['name']}"
     sets.append(nodes)
-
-
-def rss_mb(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(status.split("VmRSS:")[1].split()[0]) / 1024
 
 
 work = Path(tempfile.mkdtemp(prefix="cpsched-churn-"))

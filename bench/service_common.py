@@ -33,6 +33,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def rss_mb(pid: int) -> float:
+    """The process's resident memory now (VmRSS), MB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
 def peak_rss_mb(pid: int) -> float:
     """The process's peak resident memory (VmHWM), MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

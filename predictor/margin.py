@@ -26,7 +26,7 @@ class Margin:
             raise ConfigError(f"a prediction margin must be > 0, got {factor}")
         self.inner = inner
         self.factor = factor
-        self.name = inner.name if factor == 1 else f"{inner.name}x{factor:g}"
+        self.name = f"{inner.name}x{factor:g}"
 
     @property
     def memory(self) -> Memory:
