@@ -1,10 +1,10 @@
-"""What a prediction costs, per predictor, and what an AdaBoost retrain costs.
+"""What a prediction costs, per predictor, and what a learned predictor's retrain costs.
 
     python bench/predictor_cost.py [TRACE]   (default: HPC2N from ../shared/data/traces)
 
 Each predictor first observes the trace's first 100,000 jobs, then predicts the next
-10,000 one by one (p50 and p99 of the per-call time). AdaBoost's retrain is timed on a
-history of 10,000 and of 100,000 jobs (its training window keeps the newest 40,000),
+10,000 one by one (p50 and p99 of the per-call time). The learned predictors' retrain
+is timed on a history of 10,000 and of 100,000 jobs (their window keeps the newest 40,000),
 in wall-clock and in CPU seconds (the CPU figure is the one to compare on a shared
 machine).
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cpsched.predictor.adaboost import AdaBoost
+from cpsched.predictor._windowed import WindowedLearner
 from cpsched.predictor.base import FinishedJob
-from cpsched.predictor.registry import make_predictor
+from cpsched.predictor.registry import LEARNED, make_predictor
 from cpsched.replay.runner import resolve_system
 from cpsched.replay.swf import read_swf
 
@@ -42,10 +42,10 @@ def main() -> None:
     t = probes[0].submit
     print("| predictor | p50 µs | p99 µs |")
     print("|---|---:|---:|")
-    for name in ("wall-time", "last-two", "profile", "adaboost"):
+    for name in ("wall-time", "last-two", "profile", *LEARNED):
         predictor = (
             make_predictor(name, retrain_every=len(history))
-            if name == "adaboost"
+            if name in LEARNED
             else (make_predictor(name))
         )
         for f in history:
@@ -58,17 +58,19 @@ def main() -> None:
         p50, p99 = np.percentile(costs * 1e6, [50, 99])
         print(f"| {name} | {p50:.1f} | {p99:.1f} |")
     print()
-    print("| AdaBoost history | rows trained | retrain s | retrain CPU s |")
-    print("|---:|---:|---:|---:|")
-    for size in (10_000, 100_000):
-        model = AdaBoost(retrain_every=10**9)
-        for f in history[:size]:
-            model.observe(f)
-        rows, targets = model._snapshot()  # the exact rows a scheduled retrain would use
-        began, began_cpu = time.perf_counter(), time.process_time()
-        model._fit(rows, targets, size)
-        took, took_cpu = time.perf_counter() - began, time.process_time() - began_cpu
-        print(f"| {size} | {len(rows)} | {took:.2f} | {took_cpu:.2f} |")
+    print("| predictor | history | rows trained | retrain s | retrain CPU s |")
+    print("|---|---:|---:|---:|---:|")
+    for name in LEARNED:
+        for size in (10_000, 100_000):
+            model = make_predictor(name, retrain_every=10**9)
+            assert isinstance(model, WindowedLearner)
+            for f in history[:size]:
+                model.observe(f)
+            rows, targets = model._snapshot()  # the exact rows a scheduled retrain would use
+            began, began_cpu = time.perf_counter(), time.process_time()
+            model._fit(rows, targets, size)
+            took, took_cpu = time.perf_counter() - began, time.process_time() - began_cpu
+            print(f"| {name} | {size} | {len(rows)} | {took:.2f} | {took_cpu:.2f} |")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
-"""A fitted ``AdaBoostRegressor`` over trees, flattened for cheap one-row predictions.
+"""Fitted tree ensembles, flattened for cheap one-row predictions.
 
 scikit-learn validates input and calls every tree's ``predict`` separately, which costs
 about 50 µs per tree on a single row (milliseconds per job for a few dozen trees). A
 dispatcher predicts one job at a time, so the fitted trees are copied into flat Python
-lists once per training and walked directly. The result equals the estimator's
-``predict``: inputs are rounded to float32 as scikit-learn's trees do, a node sends
-``x <= threshold`` left, and the ensemble answer is the weighted median of the trees
-(the first prediction, in sorted order, whose cumulative weight reaches half the total).
+lists once per training and walked directly. The results equal the estimators'
+``predict``. :class:`Forest` is an ``AdaBoostRegressor`` over decision trees: inputs are
+rounded to float32 as scikit-learn's trees do, a node sends ``x <= threshold`` left, and
+the ensemble answer is the weighted median of the trees (the first prediction, in sorted
+order, whose cumulative weight reaches half the total). :class:`AdditiveForest` is a
+``HistGradientBoostingRegressor``: the sum of its trees' answers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from sklearn.ensemble import AdaBoostRegressor
+    from sklearn.ensemble import AdaBoostRegressor, HistGradientBoostingRegressor
 
 _LEAF = -1
 
@@ -40,25 +42,17 @@ class Forest:
 
     @classmethod
     def from_sklearn(cls, model: AdaBoostRegressor, trained_on: int) -> Forest:
-        feature: list[int] = []
-        threshold: list[float] = []
-        left: list[int] = []
-        right: list[int] = []
-        value: list[float] = []
-        roots: list[int] = []
+        nodes = _FlatNodes()
         for estimator in model.estimators_:
             tree = estimator.tree_
-            offset = len(feature)
-            roots.append(offset)
             leaf = tree.children_left == _LEAF
-            feature.extend(np.where(leaf, _LEAF, tree.feature).tolist())
-            threshold.extend(tree.threshold.tolist())
-            left.extend(np.where(leaf, _LEAF, tree.children_left + offset).tolist())
-            right.extend(np.where(leaf, _LEAF, tree.children_right + offset).tolist())
-            value.extend(tree.value[:, 0, 0].tolist())
+            nodes.add(
+                leaf, tree.feature, tree.threshold, tree.children_left, tree.children_right,
+                tree.value[:, 0, 0],
+            )  # fmt: skip
         # Early-stopped boosting leaves zero weights past the fitted trees: drop them.
         weights = model.estimator_weights_[: len(model.estimators_)].tolist()
-        return cls(tuple(roots), tuple(weights), feature, threshold, left, right, value, trained_on)
+        return cls(tuple(nodes.roots), tuple(weights), *nodes.lists(), trained_on)
 
     def predict_row(self, row: Sequence[float]) -> float:
         x = array("f", row)  # the float32 rounding scikit-learn's trees apply to inputs
@@ -79,3 +73,83 @@ class Forest:
             if cumulative >= half:
                 return answer
         return answers[-1][0]
+
+
+@dataclass(frozen=True, slots=True)
+class AdditiveForest:
+    """A fitted ``HistGradientBoostingRegressor``, flattened as :class:`Forest` is: its
+    answer is the baseline plus every tree's leaf value (the learning rate is already in
+    the leaves). Its trees compare raw float64 inputs, ``x <= threshold`` going left;
+    the rows it is given are never missing a value, and it has no categorical splits."""
+
+    roots: tuple[int, ...]
+    baseline: float
+    feature: list[int]
+    """Per node: the feature tested, or -1 at a leaf."""
+    threshold: list[float]
+    left: list[int]
+    right: list[int]
+    value: list[float]
+    trained_on: int
+
+    @classmethod
+    def from_sklearn(cls, model: HistGradientBoostingRegressor, trained_on: int) -> AdditiveForest:
+        nodes = _FlatNodes()
+        # Private attributes: the fitted trees and the starting value. A test checks the
+        # flattened answers against the estimator's, so a change of them fails loudly.
+        for (predictor,) in model._predictors:
+            tree = predictor.nodes
+            if tree["is_categorical"].any():
+                raise ValueError("categorical splits are not flattened")
+            nodes.add(
+                tree["is_leaf"].astype(bool), tree["feature_idx"], tree["num_threshold"],
+                tree["left"].astype(np.int64), tree["right"].astype(np.int64), tree["value"],
+            )  # fmt: skip
+        baseline = float(model._baseline_prediction.ravel()[0])
+        return cls(tuple(nodes.roots), baseline, *nodes.lists(), trained_on)
+
+    def predict_row(self, row: Sequence[float]) -> float:
+        feature, threshold, left, right = self.feature, self.threshold, self.left, self.right
+        total = self.baseline
+        for root in self.roots:
+            node = root
+            f = feature[node]
+            while f != _LEAF:
+                node = left[node] if row[f] <= threshold[node] else right[node]
+                f = feature[node]
+            total += self.value[node]
+        return total
+
+
+class _FlatNodes:
+    """Trees' nodes appended to flat lists, children renumbered to their place there."""
+
+    def __init__(self) -> None:
+        self.roots: list[int] = []
+        self.feature: list[int] = []
+        self.threshold: list[float] = []
+        self.left: list[int] = []
+        self.right: list[int] = []
+        self.value: list[float] = []
+
+    def add(
+        self,
+        leaf: np.ndarray,
+        feature: np.ndarray,
+        threshold: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        value: np.ndarray,
+    ) -> None:
+        """One tree, its nodes numbered from 0 (the root) and ``leaf`` marking leaves."""
+        offset = len(self.feature)
+        self.roots.append(offset)
+        self.feature.extend(np.where(leaf, _LEAF, feature).tolist())
+        self.threshold.extend(threshold.tolist())
+        self.left.extend(np.where(leaf, _LEAF, left + offset).tolist())
+        self.right.extend(np.where(leaf, _LEAF, right + offset).tolist())
+        self.value.extend(value.tolist())
+
+    def lists(self) -> tuple[list[int], list[float], list[int], list[int], list[float]]:
+        """Feature, threshold, left, right and value, in the forests' field order."""
+        return self.feature, self.threshold, self.left, self.right, self.value

@@ -46,6 +46,12 @@ class Margin:
         with inner(count) if inner is not None else nullcontext():
             yield
 
+    def retrain_if_owed(self) -> None:
+        """The inner predictor's owed refit (a learned predictor's), where it has one."""
+        retrain = getattr(self.inner, "retrain_if_owed", None)
+        if retrain is not None:
+            retrain()
+
     def close(self) -> None:
         close = getattr(self.inner, "close", None)
         if close is not None:

@@ -12,6 +12,7 @@ from cpsched.predictor.base import Predictor
 from cpsched.predictor.lasttwo import LastTwo
 from cpsched.predictor.oracle import Oracle
 from cpsched.predictor.profile import JobProfile
+from cpsched.predictor.quantile_boost import QuantileBoost
 from cpsched.predictor.walltime import WallTime
 
 
@@ -30,8 +31,14 @@ PREDICTORS: dict[str, Callable[..., Predictor]] = {
     "last-two": LastTwo,
     "profile": JobProfile,
     "adaboost": AdaBoost,
+    "quantile-boost": QuantileBoost,
     "oracle": _oracle,
 }
+
+
+LEARNED = ("adaboost", "quantile-boost")
+"""The predictors that fit a model every ``retrain_every`` completions, in the background
+in the service (:class:`~cpsched.predictor._windowed.WindowedLearner`)."""
 
 
 def make_predictor(name: str, **options: Any) -> Predictor:

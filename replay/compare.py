@@ -127,6 +127,7 @@ PREDICTOR_NAMES = {
     "last-two": "the users' last two run times",
     "profile": "job profiles",
     "adaboost": "AdaBoost",
+    "quantile-boost": "quantile boosting (the median run time of jobs like it)",
     "oracle": "the trace's real run times",
 }
 OVERRUN_NAMES = {

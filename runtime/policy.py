@@ -46,7 +46,7 @@ from cpsched.core.steady_blocks import SPLIT_WAIT_S
 from cpsched.core.wait_bound import BoundSettings
 from cpsched.errors import ConfigError
 from cpsched.predictor.margin import Margin
-from cpsched.predictor.registry import PREDICTORS, make_predictor
+from cpsched.predictor.registry import LEARNED, PREDICTORS, make_predictor
 from cpsched.runtime.overrun import OverrunRule
 
 if TYPE_CHECKING:
@@ -290,7 +290,9 @@ class Policy(BaseModel):
         True, description="PCP'20: join running jobs into one rectangle per node run."
     )
     cp_node_symmetry: bool = Field(False, description="PCP3: break identical nodes' symmetry.")
-    retrain_every: int = Field(1000, ge=1, description="AdaBoost: completions per retrain.")
+    retrain_every: int = Field(
+        1000, ge=1, description="adaboost, quantile-boost: completions per retrain."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -502,13 +504,14 @@ class Policy(BaseModel):
     def make_predictor(
         self, *, background: bool = False, run_times: Mapping[str, int] | None = None
     ) -> Predictor:
-        """The configured predictor. ``background`` lets AdaBoost retrain off the caller's
-        thread (the service); ``run_times`` are the oracle's answers (replay only)."""
+        """The configured predictor. ``background`` lets a learned predictor retrain off
+        the caller's thread (the service); ``run_times`` are the oracle's answers (replay
+        only)."""
         if self.predictor == "oracle":
             return make_predictor("oracle", run_times=run_times)
-        if self.predictor == "adaboost":
+        if self.predictor in LEARNED:
             predictor = make_predictor(
-                "adaboost", background=background, retrain_every=self.retrain_every
+                self.predictor, background=background, retrain_every=self.retrain_every
             )
         else:
             predictor = make_predictor(self.predictor)

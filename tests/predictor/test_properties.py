@@ -15,6 +15,7 @@ from cpsched.predictor.base import FinishedJob, Predictor
 from cpsched.predictor.lasttwo import LastTwo
 from cpsched.predictor.oracle import Oracle
 from cpsched.predictor.profile import JobProfile
+from cpsched.predictor.quantile_boost import QuantileBoost
 from cpsched.predictor.rebuild import rebuild
 from cpsched.predictor.walltime import WallTime
 from tests.predictor._util import mk
@@ -30,6 +31,7 @@ FACTORIES: dict[str, Callable[[dict[str, int]], Predictor]] = {
     "adaboost, every feature, ratio": lambda _: AdaBoost(
         features=FEATURES, target="ratio", n_estimators=3, max_depth=3, retrain_every=4
     ),
+    "quantile-boost": lambda _: QuantileBoost(max_iter=3, min_samples_leaf=2, retrain_every=4),
 }
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
