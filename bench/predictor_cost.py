@@ -4,10 +4,10 @@
 
 Each predictor first observes the trace's first 100,000 jobs, then predicts the next
 10,000 one by one (p50 and p99 of the per-call time, wall-clock and CPU: on a busy
-machine a call the scheduler preempts costs milliseconds of wall time, not of CPU). The learned predictors' retrain
-is timed on a history of 10,000 and of 100,000 jobs (their window keeps the newest 40,000),
-in wall-clock and in CPU seconds (the CPU figure is the one to compare on a shared
-machine).
+machine a call the scheduler preempts costs milliseconds of wall time, not of CPU). The
+learned predictors' retrain is timed on a history of 10,000 and of 100,000 jobs (their
+window keeps the newest 40,000), in wall-clock and in CPU seconds (the CPU figure is the
+one to compare on a shared machine).
 """
 
 from __future__ import annotations
