@@ -24,12 +24,11 @@ import numpy as np
 
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from cpsched.predictor._features import FEATURES
 from cpsched.predictor._forest import AdditiveForest
 from cpsched.predictor._windowed import WindowedLearner, recency_weights
 from cpsched.predictor.adaboost import DEFAULT_FEATURES
 
-__all__ = ["FEATURES", "QuantileBoost"]
+__all__ = ["QuantileBoost"]
 
 
 class QuantileBoost(WindowedLearner):
