@@ -103,10 +103,13 @@ def test_cp_dispatcher_configured_per_cluster(make_client):
     assert {s["job_id"] for s in d["starts"]} == {"q1", "q2", "q3"}
 
 
-def test_adaboost_retrains_in_the_background_and_never_blocks_dispatch(make_client):
+@pytest.mark.parametrize("learned", ["adaboost", "quantile-boost"])
+def test_a_learned_predictor_retrains_in_the_background_and_never_blocks_dispatch(
+    make_client, learned
+):
     from tests.service.conftest import finished
 
-    client = make_client(defaults={"predictor": "adaboost", "retrain_every": 10})
+    client = make_client(defaults={"predictor": learned, "retrain_every": 10})
     runtime = client.app.state.orchestrator.runtime("c1")
     assert runtime.predictor.background is True
     jobs = [finished(f"j{i}", 100 * i, 100 * i + 50 + i, user=f"u{i % 3}") for i in range(30)]
