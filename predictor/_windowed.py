@@ -217,6 +217,16 @@ class WindowedLearner:
             return self.fallback_.predict(job, t)
         return clamp(self._seconds(model.predict_row(self.state_.row(job)), job), job)
 
+    def basis(self, job: Job, t: int) -> str:
+        model = self.model_
+        if model is None:
+            return f"before {self.name}'s first fit, {self.fallback_.basis(job, t)}"
+        kept = min(model.trained_on, self.window)
+        return (
+            f"a {self.name} model fitted on {kept:,} finished jobs (of {model.trained_on:,} "
+            "seen), reading the request and the user's recent run times"
+        )
+
     def predict_many(self, jobs: Sequence[Job], t: int) -> list[int]:
         """``[predict(job, t) for job in jobs]``, one call for a dispatcher's whole queue."""
         return [self.predict(job, t) for job in jobs]

@@ -44,6 +44,15 @@ EVERYTHING = Memory(per_user=None, recent=None)
 """A predictor that needs its whole history (rebuilding it reads every stored job)."""
 
 
+class Explaining(Protocol):
+    """A predictor that can say what a prediction rests on (the job page shows it)."""
+
+    def basis(self, job: Job, t: int) -> str:
+        """In words, what ``predict(job, t)`` answers from right now: which history,
+        which model (the same state ``predict`` reads; no clock, no side effect)."""
+        ...
+
+
 class Predictor(Protocol):
     name: str
 

@@ -50,6 +50,18 @@ class LastTwo:
             return float(first[2])
         return (first[2] + second[2]) / 2
 
+    def basis(self, job: Job, t: int) -> str:
+        kept = self.recent_.get(job.user)
+        if kept is None:
+            return "the requested time: the user has no finished job yet"
+        first, second = kept
+        if second is None:
+            return f"the run time of the user's one finished job ({first[2]} s)"
+        return (
+            f"the mean run time of the user's two latest finished jobs ({first[2]} s and "
+            f"{second[2]} s)"
+        )
+
     def predict(self, job: Job, t: int) -> int:
         value = self.mean(job.user)
         return clamp(job.time_limit if value is None else value, job)

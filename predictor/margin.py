@@ -38,6 +38,11 @@ class Margin:
     def predict(self, job: Job, t: int) -> int:
         return clamp(self.inner.predict(job, t) * self.factor, job)
 
+    def basis(self, job: Job, t: int) -> str:
+        inner = getattr(self.inner, "basis", None)
+        said = inner(job, t) if inner is not None else self.inner.name
+        return f"{self.factor:g} times {said}, at most the requested time"
+
     @contextmanager
     def rebuilding(self, count: int) -> Iterator[None]:
         """The inner predictor's rebuild of ``count`` jobs (AdaBoost fits once, at its

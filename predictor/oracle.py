@@ -31,3 +31,6 @@ class Oracle:
             # A job outside the replayed trace means the oracle was wired to the wrong data.
             raise ConfigError(f"oracle has no run time for job {job.id!r}") from None
         return clamp(real, job)
+
+    def basis(self, job: Job, t: int) -> str:
+        return "the trace's real run time"

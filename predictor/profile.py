@@ -179,3 +179,13 @@ class JobProfile:
 
     def predict(self, job: Job, t: int) -> int:
         return clamp(self.explain(job)[1], job)
+
+    def basis(self, job: Job, t: int) -> str:
+        rule, runs = self.matched(job)
+        if runs:
+            jobs = "job" if len(runs) == 1 else f"{len(runs)} jobs"
+            matching = f"rule {rule}: {RULES[rule]}"
+            return f"the median run time of the user's newest matching {jobs} ({matching})"
+        if self.fallback == "last-two" and self.last_two_.mean(job.user) is not None:
+            return f"no matching job: {self.last_two_.basis(job, t)}"
+        return "no matching job: the requested time"

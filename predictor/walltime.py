@@ -15,3 +15,6 @@ class WallTime:
 
     def predict(self, job: Job, t: int) -> int:
         return job.time_limit
+
+    def basis(self, job: Job, t: int) -> str:
+        return "the requested time"

@@ -46,6 +46,8 @@ class Prediction:
     kind: Literal["queued", "start"]
     value: int
     time: int
+    basis: str | None = None
+    """What the prediction rests on, in words (the predictor's ``basis``), if it says."""
 
 
 class RunningChanges(NamedTuple):
@@ -92,6 +94,11 @@ class DurationBook:
         self.durations[job.id] = duration
         self._touch(job.id)
         return duration
+
+    def basis(self, job: Job, t: int) -> str | None:
+        """What the predictor's answer for ``job`` at ``t`` rests on, if it can say."""
+        basis = getattr(self.predictor, "basis", None)
+        return basis(job, t) if basis is not None else None
 
     def start_prediction(self, job: Job, t: int) -> int:
         """What ``job`` would be predicted to take if it started at ``t`` (no change)."""
@@ -292,7 +299,7 @@ class DurationBook:
                 d = stored_starts.get(job_id)
                 if d is None:
                     d = self.predictor.predict(rj.job, rj.start)
-                    made.append(Prediction(job_id, "start", d, t))
+                    made.append(Prediction(job_id, "start", d, t, self.basis(rj.job, rj.start)))
             started[job_id] = d
             durations[job_id] = self._base_duration(rj, d)
             running[job_id] = (rj.start, rj.time_limit)
@@ -309,7 +316,7 @@ class DurationBook:
             d = self._queued.get(job.id)
             if d is None:
                 d = self.predictor.predict(job, t)
-                made.append(Prediction(job.id, "queued", d, t))
+                made.append(Prediction(job.id, "queued", d, t, self.basis(job, t)))
             queued[job.id] = d
             durations[job.id] = d
         for job_id in self._queued.keys() - queued.keys():

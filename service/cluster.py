@@ -142,6 +142,17 @@ class ClusterRuntime(Cluster):
             for s in decision.starts
         }
 
+    def start_bases(self, snapshot: Snapshot, decision: Decision) -> dict[str, str]:
+        """What the start prediction of each job ``decision`` starts rests on, where the
+        predictor says (:meth:`predict_starts`' companion, for the record)."""
+        by_id = {job.id: job for job in snapshot.queued}
+        bases = {}
+        for s in decision.starts:
+            basis = self.book.basis(by_id[s.job_id], snapshot.time)
+            if basis is not None:
+                bases[s.job_id] = basis
+        return bases
+
     def input_of(self, digest: str) -> tuple[str, dict[str, int]]:
         """What a decision on the snapshot ``digest`` names depends on besides the policy:
         that snapshot and what the book says its jobs take (a copy: after a sync the book

@@ -197,7 +197,10 @@ class Orchestrator:
                     history.record_predictions(
                         session,
                         runtime.cluster_id,
-                        [history.Prediction(p.job_id, p.kind, name, p.value, p.time) for p in made],
+                        [
+                            history.Prediction(p.job_id, p.kind, name, p.value, p.time, p.basis)
+                            for p in made
+                        ],
                     )
             decided_on = runtime.input_of(digest)
             if decided_on == runtime.last_input and runtime.last_decision is not None:
@@ -230,11 +233,14 @@ class Orchestrator:
             ):
                 if not request.dry_run:
                     name = runtime.predictor.name
+                    bases = runtime.start_bases(snapshot, decision)
                     history.record_predictions(
                         session,
                         runtime.cluster_id,
                         [
-                            history.Prediction(job_id, "start", name, d, snapshot.time)
+                            history.Prediction(
+                                job_id, "start", name, d, snapshot.time, bases.get(job_id)
+                            )
                             for job_id, d in predicted.items()
                         ],
                     )

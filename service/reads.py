@@ -82,6 +82,7 @@ def job_info(clusters: ClusterRegistry, cluster: str, job_id: str) -> JobInfoOut
         update={
             "predicted_run_time": latest.predicted if latest else None,
             "predictor": latest.predictor if latest else None,
+            "prediction_basis": latest.basis if latest else None,
             "decisions": [
                 JobDecisionOut(
                     decision_id=d.decision_id, time=d.time, action=d.action, dry_run=d.dry_run

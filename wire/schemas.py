@@ -509,6 +509,8 @@ class JobInfoOut(ResponseModel):
     end: int | None = None
     predicted_run_time: int | None = None
     predictor: str | None = None
+    prediction_basis: str | None = None
+    """What the latest prediction rests on, in the predictor's words."""
     time_limit: int | None = Field(None, description="Its time limit, seconds.")
     request: dict[str, int] | None = Field(
         None, description="What it asks for in all, per resource type (units × per unit)."

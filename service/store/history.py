@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from cpsched.predictor.base import Memory
 from cpsched.service.store.database import in_list
 from cpsched.service.store.models import (
+    BASIS_CHARS,
     Cluster,
     ClusterStateRow,
     DecisionJobRow,
@@ -189,6 +190,7 @@ class Prediction:
     predictor: str
     predicted: int
     made_at: int
+    basis: str | None = None
 
 
 def record_predictions(session: Session, cluster: int, predictions: Iterable[Prediction]) -> None:
@@ -200,6 +202,7 @@ def record_predictions(session: Session, cluster: int, predictions: Iterable[Pre
             "predictor": p.predictor,
             "predicted": p.predicted,
             "made_at": p.made_at,
+            "basis": None if p.basis is None else p.basis[:BASIS_CHARS],
         }
         for p in predictions
     ]

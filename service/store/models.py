@@ -72,6 +72,10 @@ class FinishedJobRow(Base):
     )
 
 
+BASIS_CHARS = 512
+"""The longest prediction basis stored (the predictors' own words: a line, far shorter)."""
+
+
 class PredictionRow(Base):
     """A prediction made for a job, and (once it finished) how long it really ran."""
 
@@ -90,6 +94,8 @@ class PredictionRow(Base):
     made_at: Mapped[int] = mapped_column(BigInteger)
     """The cluster's clock (snapshot time) when the prediction was made."""
     actual: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    basis: Mapped[str | None] = mapped_column(String(BASIS_CHARS), nullable=True)
+    """What the prediction rests on, in the predictor's words (None: it does not say)."""
 
 
 class DecisionRow(Base):

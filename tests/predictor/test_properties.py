@@ -97,7 +97,7 @@ def test_removing_jobs_that_end_after_t_changes_no_prediction_at_t(trace, name, 
 
 @FAST
 @given(trace=traces(), name=st.sampled_from(sorted(FACTORIES)), data=st.data())
-def test_history_after_t_is_invisible_and_predict_has_no_side_effects(trace, name, data):
+def test_history_after_t_is_invisible_and_predict_and_basis_have_no_side_effects(trace, name, data):
     t = data.draw(st.integers(0, 9000))
     target = mk("target", user="a", submit=t, limit=4000, name="run_3", queue="q")
     past = sorted(
@@ -109,9 +109,10 @@ def test_history_after_t_is_invisible_and_predict_has_no_side_effects(trace, nam
         p = FACTORIES[name]({**run_times(trace), "target": 100})
         for f in past:
             p.observe(f)
-            if noisy:  # predicting other jobs in between must not change anything
+            if noisy:  # predicting (or explaining) other jobs must not change anything
                 for job in future:
                     p.predict(job, f.end)
+                    assert p.basis(job, f.end)  # type: ignore[attr-defined]
         answers.append(p.predict(target, t))
     assert answers[0] == answers[1]
 

@@ -250,6 +250,19 @@ def test_the_job_page_links_the_decision_that_started_it(client):
     assert "started it" in listed.group(1) and "job-shadow" not in html
 
 
+def test_the_job_page_says_what_its_prediction_rests_on(client):
+    done = [finished("f1", 0, 300), finished("f2", 400, 900)]  # alice ran 300 s and 500 s
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": done}, headers=AUTH)
+    dispatch(client, snapshot(queued=[job("q1")]))
+    api = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
+    assert api["predicted_run_time"] == 400
+    assert api["prediction_basis"] == (
+        "the mean run time of the user's two latest finished jobs (500 s and 300 s)"
+    )
+    html = client.get("/ui/clusters/c1/jobs/q1", headers=AUTH).text
+    assert "from the mean run time of the user&#39;s two latest finished jobs" in html
+
+
 @pytest.mark.parametrize(
     "headers",
     [
