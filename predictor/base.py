@@ -9,7 +9,7 @@ a clock: the prediction time ``t`` is an argument, and they learn only from jobs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from cpsched.core.problem import Job
 
@@ -44,6 +44,7 @@ EVERYTHING = Memory(per_user=None, recent=None)
 """A predictor that needs its whole history (rebuilding it reads every stored job)."""
 
 
+@runtime_checkable
 class Explaining(Protocol):
     """A predictor that can say what a prediction rests on (the job page shows it)."""
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager, nullcontext
 
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from cpsched.predictor.base import FinishedJob, Memory, Predictor, clamp
+from cpsched.predictor.base import Explaining, FinishedJob, Memory, Predictor, clamp
 
 
 class Margin:
@@ -39,8 +39,8 @@ class Margin:
         return clamp(self.inner.predict(job, t) * self.factor, job)
 
     def basis(self, job: Job, t: int) -> str:
-        inner = getattr(self.inner, "basis", None)
-        said = inner(job, t) if inner is not None else self.inner.name
+        inner = self.inner
+        said = inner.basis(job, t) if isinstance(inner, Explaining) else inner.name
         return f"{self.factor:g} times {said}, at most the requested time"
 
     @contextmanager

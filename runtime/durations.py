@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeGuard
 
 from cpsched.core import Job, RunningJob, Snapshot
-from cpsched.predictor.base import FinishedJob, Predictor
+from cpsched.predictor.base import Explaining, FinishedJob, Predictor
 from cpsched.runtime.overrun import OverrunRule, overrun_duration
 
 CENSORED_STATES = frozenset({"timeout", "node_fail"})
@@ -65,6 +65,7 @@ class DurationBook:
 
     def __init__(self, predictor: Predictor, overrun: OverrunRule = "one-second") -> None:
         self.predictor = predictor
+        self._basis = predictor.basis if isinstance(predictor, Explaining) else None
         self.overrun: OverrunRule = overrun
         self.durations: dict[str, int] = {}
         """``d_i`` of every queued and running job, by id: what the dispatcher plans with."""
@@ -97,8 +98,7 @@ class DurationBook:
 
     def basis(self, job: Job, t: int) -> str | None:
         """What the predictor's answer for ``job`` at ``t`` rests on, if it can say."""
-        basis = getattr(self.predictor, "basis", None)
-        return basis(job, t) if basis is not None else None
+        return self._basis(job, t) if self._basis is not None else None
 
     def start_prediction(self, job: Job, t: int) -> int:
         """What ``job`` would be predicted to take if it started at ``t`` (no change)."""

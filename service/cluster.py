@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
@@ -134,23 +134,25 @@ class ClusterRuntime(Cluster):
         if retrain is not None:
             retrain()
 
-    def predict_starts(self, snapshot: Snapshot, decision: Decision) -> dict[str, int]:
-        """The start prediction of each job ``decision`` starts (nothing is remembered)."""
+    @staticmethod
+    def starting(snapshot: Snapshot, decision: Decision) -> list[Job]:
+        """The queued jobs ``decision`` starts, in its order."""
+        if not decision.starts:
+            return []
         by_id = {job.id: job for job in snapshot.queued}
-        return {
-            s.job_id: self.book.start_prediction(by_id[s.job_id], snapshot.time)
-            for s in decision.starts
-        }
+        return [by_id[s.job_id] for s in decision.starts]
 
-    def start_bases(self, snapshot: Snapshot, decision: Decision) -> dict[str, str]:
-        """What the start prediction of each job ``decision`` starts rests on, where the
-        predictor says (:meth:`predict_starts`' companion, for the record)."""
-        by_id = {job.id: job for job in snapshot.queued}
+    def predict_starts(self, jobs: Sequence[Job], t: int) -> dict[str, int]:
+        """The start prediction at ``t`` of each of ``jobs`` (nothing is remembered)."""
+        return {job.id: self.book.start_prediction(job, t) for job in jobs}
+
+    def start_bases(self, jobs: Sequence[Job], t: int) -> dict[str, str]:
+        """What :meth:`predict_starts`' predictions rest on, where the predictor says."""
         bases = {}
-        for s in decision.starts:
-            basis = self.book.basis(by_id[s.job_id], snapshot.time)
+        for job in jobs:
+            basis = self.book.basis(job, t)
             if basis is not None:
-                bases[s.job_id] = basis
+                bases[job.id] = basis
         return bases
 
     def input_of(self, digest: str) -> tuple[str, dict[str, int]]:

@@ -208,7 +208,8 @@ class Orchestrator:
             else:
                 decision, solve_s = self._decide(runtime, snapshot, due - runtime.answer_s)
             decided = time.perf_counter()
-            predicted = runtime.predict_starts(snapshot, decision)
+            started = runtime.starting(snapshot, decision)
+            predicted = runtime.predict_starts(started, snapshot.time)
             runtime.applied(
                 snapshot, decision, {} if request.dry_run else predicted, request.dry_run
             )
@@ -233,7 +234,7 @@ class Orchestrator:
             ):
                 if not request.dry_run:
                     name = runtime.predictor.name
-                    bases = runtime.start_bases(snapshot, decision)
+                    bases = runtime.start_bases(started, snapshot.time)
                     history.record_predictions(
                         session,
                         runtime.cluster_id,
