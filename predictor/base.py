@@ -54,6 +54,21 @@ class Explaining(Protocol):
         ...
 
 
+@runtime_checkable
+class Bounding(Protocol):
+    """A predictor with an upper estimate beside its central one (``predict``): how long a
+    job may run, on the safe side. The runtime plans running jobs with it, queued ones with
+    the central estimate (:class:`cpsched.runtime.durations.DurationBook`)."""
+
+    def upper(self, job: Job, t: int) -> int:
+        """Seconds ``job`` may run, within ``[predict(job, t), job.time_limit]``."""
+        ...
+
+    def upper_basis(self, job: Job, t: int) -> str:
+        """In words, what ``upper(job, t)`` rests on (as :meth:`Explaining.basis`)."""
+        ...
+
+
 class Predictor(Protocol):
     name: str
 

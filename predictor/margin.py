@@ -10,54 +10,24 @@ its place in the plan when it starts (measured on replays in docs/results/predic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from cpsched.predictor.base import Explaining, FinishedJob, Memory, Predictor, clamp
+from cpsched.predictor._wrapping import Wrapping
+from cpsched.predictor.base import Predictor, clamp
 
 
-class Margin:
+class Margin(Wrapping):
     """``inner``'s prediction times ``factor``, within ``[1 s, requested time]``."""
 
     def __init__(self, inner: Predictor, factor: float) -> None:
         if not factor > 0:
             raise ConfigError(f"a prediction margin must be > 0, got {factor}")
-        self.inner = inner
+        super().__init__(inner)
         self.factor = factor
         self.name = f"{inner.name}x{factor:g}"
-
-    @property
-    def memory(self) -> Memory:
-        return self.inner.memory
-
-    def observe(self, finished: FinishedJob) -> None:
-        self.inner.observe(finished)
 
     def predict(self, job: Job, t: int) -> int:
         return clamp(self.inner.predict(job, t) * self.factor, job)
 
     def basis(self, job: Job, t: int) -> str:
-        inner = self.inner
-        said = inner.basis(job, t) if isinstance(inner, Explaining) else inner.name
-        return f"{self.factor:g} times {said}, at most the requested time"
-
-    @contextmanager
-    def rebuilding(self, count: int) -> Iterator[None]:
-        """The inner predictor's rebuild of ``count`` jobs (AdaBoost fits once, at its
-        end), where it has one."""
-        inner = getattr(self.inner, "rebuilding", None)
-        with inner(count) if inner is not None else nullcontext():
-            yield
-
-    def retrain_if_owed(self) -> None:
-        """The inner predictor's owed refit (a learned predictor's), where it has one."""
-        retrain = getattr(self.inner, "retrain_if_owed", None)
-        if retrain is not None:
-            retrain()
-
-    def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
+        return f"{self.factor:g} times {self.inner_basis(job, t)}, at most the requested time"

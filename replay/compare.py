@@ -141,6 +141,7 @@ SAID = {
     "overrun",
     "dispatcher",
     "prediction_margin",
+    "prediction_upper_quantile",
     "predictor",
     "backfill_order",
     "backfill_depth",
@@ -162,6 +163,11 @@ def describe(policy: Policy) -> str:
     words = f"{dispatcher} on {PREDICTOR_NAMES.get(policy.predictor, policy.predictor)}"
     if policy.prediction_margin != 1 and policy.predictor != "oracle":
         words += f", planned {policy.prediction_margin:g} times as long"
+    if policy.prediction_upper_quantile and policy.predictor != "oracle":
+        words += (
+            f", running jobs planned to the {policy.prediction_upper_quantile:g} quantile "
+            "of the user's errors"
+        )
     if policy.dispatcher == "easy" and policy.backfill_order == "shortest":
         words += ", the shortest predicted job backfilled first"
     if policy.wait_bound:

@@ -6,7 +6,9 @@ simulator and the service's cluster runtime both keep their durations in a
 
 * a queued job is predicted when it is first seen and keeps that prediction while it waits;
 * a job is predicted again when it starts (the predictor may have learnt since) and keeps
-  that prediction while it runs;
+  that prediction while it runs; a predictor with an upper estimate beside its central one
+  (:class:`~cpsched.predictor.base.Bounding`) gives its upper estimate there: the plan orders
+  the queue by the central estimates and rests on the running jobs' upper ones;
 * once its limit has been extended, it is expected to run to the new limit (EASY++): plans
   stop assuming that it ends any second;
 * a running job that outlives its prediction gets a new one by the policy's overrun rule
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeGuard
 
 from cpsched.core import Job, RunningJob, Snapshot
-from cpsched.predictor.base import Explaining, FinishedJob, Predictor
+from cpsched.predictor.base import Bounding, Explaining, FinishedJob, Predictor
 from cpsched.runtime.overrun import OverrunRule, overrun_duration
 
 CENSORED_STATES = frozenset({"timeout", "node_fail"})
@@ -66,6 +68,11 @@ class DurationBook:
     def __init__(self, predictor: Predictor, overrun: OverrunRule = "one-second") -> None:
         self.predictor = predictor
         self._basis = predictor.basis if isinstance(predictor, Explaining) else None
+        self._bounding = predictor if isinstance(predictor, Bounding) else None
+        """The predictor, where it has an upper estimate: running jobs are planned with it."""
+        self._start_basis = (
+            self._bounding.upper_basis if self._bounding is not None else self._basis
+        )
         self.overrun: OverrunRule = overrun
         self.durations: dict[str, int] = {}
         """``d_i`` of every queued and running job, by id: what the dispatcher plans with."""
@@ -100,8 +107,15 @@ class DurationBook:
         """What the predictor's answer for ``job`` at ``t`` rests on, if it can say."""
         return self._basis(job, t) if self._basis is not None else None
 
+    def start_basis(self, job: Job, t: int) -> str | None:
+        """What :meth:`start_prediction` of ``job`` at ``t`` rests on, if it can say."""
+        return self._start_basis(job, t) if self._start_basis is not None else None
+
     def start_prediction(self, job: Job, t: int) -> int:
-        """What ``job`` would be predicted to take if it started at ``t`` (no change)."""
+        """What ``job`` would be predicted to take if it started at ``t`` (no change):
+        the predictor's upper estimate where it has one, else its prediction."""
+        if self._bounding is not None:
+            return self._bounding.upper(job, t)
         return self.predictor.predict(job, t)
 
     def started(self, job: Job, t: int, duration: int | None = None) -> int:
@@ -298,8 +312,9 @@ class DurationBook:
             if d is None:
                 d = stored_starts.get(job_id)
                 if d is None:
-                    d = self.predictor.predict(rj.job, rj.start)
-                    made.append(Prediction(job_id, "start", d, t, self.basis(rj.job, rj.start)))
+                    d = self.start_prediction(rj.job, rj.start)
+                    basis = self.start_basis(rj.job, rj.start)
+                    made.append(Prediction(job_id, "start", d, t, basis))
             started[job_id] = d
             durations[job_id] = self._base_duration(rj, d)
             running[job_id] = (rj.start, rj.time_limit)

@@ -47,6 +47,7 @@ from cpsched.core.wait_bound import BoundSettings
 from cpsched.errors import ConfigError
 from cpsched.predictor.margin import Margin
 from cpsched.predictor.registry import LEARNED, PREDICTORS, make_predictor
+from cpsched.predictor.upper import UpperQuantile
 from cpsched.runtime.overrun import OverrunRule
 
 if TYPE_CHECKING:
@@ -144,6 +145,15 @@ class Policy(BaseModel):
         description="Plan with every prediction this many times longer, never past the "
         "request: an under-estimate breaks plans, an over-estimate only loses a backfill "
         "(the oracle is never scaled).",
+    )
+    prediction_upper_quantile: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Plan each running job with an upper estimate, from its start: its "
+        "prediction times this quantile of the ratio of run time to prediction over the "
+        "user's latest finished jobs (everyone's while the user has few), never past the "
+        "request; queued jobs keep the prediction (0: running jobs keep it too).",
     )
     backfill_order: BackfillOrder = Field(
         "shortest",
@@ -515,9 +525,11 @@ class Policy(BaseModel):
             )
         else:
             predictor = make_predictor(self.predictor)
-        if self.prediction_margin == 1:
-            return predictor
-        return Margin(predictor, self.prediction_margin)
+        if self.prediction_margin != 1:
+            predictor = Margin(predictor, self.prediction_margin)
+        if self.prediction_upper_quantile:
+            predictor = UpperQuantile(predictor, self.prediction_upper_quantile)
+        return predictor
 
 
 def explain(exc: ValidationError) -> str:

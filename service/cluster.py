@@ -150,7 +150,7 @@ class ClusterRuntime(Cluster):
         """What :meth:`predict_starts`' predictions rest on, where the predictor says."""
         bases = {}
         for job in jobs:
-            basis = self.book.basis(job, t)
+            basis = self.book.start_basis(job, t)
             if basis is not None:
                 bases[job.id] = basis
         return bases

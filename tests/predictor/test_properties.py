@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 from cpsched.core.problem import Job
 from cpsched.predictor.accuracy import evaluate
 from cpsched.predictor.adaboost import FEATURES, AdaBoost
-from cpsched.predictor.base import FinishedJob, Predictor
+from cpsched.predictor.base import Bounding, FinishedJob, Predictor
 from cpsched.predictor.lasttwo import LastTwo
 from cpsched.predictor.oracle import Oracle
 from cpsched.predictor.profile import JobProfile
 from cpsched.predictor.quantile_boost import QuantileBoost
 from cpsched.predictor.rebuild import rebuild
+from cpsched.predictor.upper import UpperQuantile
 from cpsched.predictor.walltime import WallTime
 from tests.predictor._util import mk
 
@@ -32,6 +33,10 @@ FACTORIES: dict[str, Callable[[dict[str, int]], Predictor]] = {
         features=FEATURES, target="ratio", n_estimators=3, max_depth=3, retrain_every=4
     ),
     "quantile-boost": lambda _: QuantileBoost(max_iter=3, min_samples_leaf=2, retrain_every=4),
+    "last-two, upper 0.9": lambda _: UpperQuantile(LastTwo(), 0.9, per_user=4, min_user=2),
+    "quantile-boost, upper 0.8": lambda _: UpperQuantile(
+        QuantileBoost(max_iter=3, min_samples_leaf=2, retrain_every=4), 0.8, recent=5
+    ),
 }
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -80,6 +85,17 @@ def test_predictions_are_within_one_second_and_the_limit(trace, name):
     result = evaluate(trace, FACTORIES[name](run_times(trace)))
     for tj, p in zip(trace, result["predictions"].tolist(), strict=True):
         assert 1 <= p <= tj.job.time_limit
+
+
+@FAST
+@given(trace=traces(), name=st.sampled_from(sorted(FACTORIES)))
+def test_an_upper_estimate_lies_between_the_central_one_and_the_limit(trace, name):
+    p = FACTORIES[name](run_times(trace))
+    for tj in sorted(trace, key=lambda tj: tj.job.submit + tj.run_time):
+        if isinstance(p, Bounding):
+            assert p.predict(tj.job, 0) <= p.upper(tj.job, 0) <= tj.job.time_limit
+            assert p.upper_basis(tj.job, 0)
+        p.observe(finished(tj))
 
 
 @FAST

@@ -28,3 +28,9 @@ def test_a_prediction_margin_is_said_except_for_the_oracle_which_ignores_it():
         "last two run times, planned 2 times as long"
     )
     assert "planned" not in describe(Policy.named("oracle", prediction_margin=2))
+
+
+def test_an_upper_estimate_for_running_jobs_is_said_except_for_the_oracle():
+    words = describe(Policy.named("default", prediction_upper_quantile=0.9))
+    assert words.endswith("running jobs planned to the 0.9 quantile of the user's errors")
+    assert "quantile" not in describe(Policy.named("oracle", prediction_upper_quantile=0.9))

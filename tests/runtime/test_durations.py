@@ -191,3 +191,29 @@ def test_a_job_touched_while_the_book_syncs_is_worked_out_again_at_the_next_sync
     second = snapshot(10, machine, run=[running(a, 0, [(0, 1)]), running(b, 10, [(1, 1)])])
     book.sync(second, {}, RunningChanges(first, second.running[1:], frozenset()))
     assert book._touched == {"a"}
+
+
+class Bounded(Counting):
+    """Counting, with an upper estimate three times its prediction."""
+
+    def upper(self, job: Job, t: int) -> int:
+        return 3 * self.predict(job, t)
+
+    def upper_basis(self, job: Job, t: int) -> str:
+        return "three times"
+
+
+def test_a_job_is_queued_with_the_central_estimate_and_runs_with_the_upper_one():
+    events, views = DurationBook(Bounded()), DurationBook(Bounded())
+    machine = nodes(4, 4)
+    a, b = job("a", limit=1000), job("b", limit=1000)
+    assert events.queued(a, 0) == 100
+    assert events.started(a, 0) == 300
+    # The service: b seen running without a stored start prediction gets the upper one.
+    made = views.sync(snapshot(0, machine, run=[running(b, 0, [(0, 1)])], queue=[a]), {})
+    assert views.durations == {"a": 100, "b": 300}
+    assert {(p.job_id, p.kind, p.value, p.basis) for p in made} == {
+        ("b", "start", 300, "three times"),
+        ("a", "queued", 100, None),
+    }
+    assert views.start_prediction(a, 0) == 300 and views.start_basis(a, 0) == "three times"

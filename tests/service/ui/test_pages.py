@@ -263,6 +263,22 @@ def test_the_job_page_says_what_its_prediction_rests_on(client):
     assert "from the mean run time of the user&#39;s two latest finished jobs" in html
 
 
+def test_a_started_job_is_planned_to_its_upper_estimate_and_the_page_says_why(make_client):
+    client = make_client(defaults={"prediction_upper_quantile": 0.9})
+    done = [finished("f1", 0, 300), finished("f2", 400, 900)]  # predicted 600 s, then 300 s
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": done}, headers=AUTH)
+    answer = dispatch(client, snapshot(queued=[job("q1", limit=2000)]))
+    assert [s["job_id"] for s in answer["starts"]] == ["q1"]
+    api = client.get("/v1/clusters/c1/jobs/q1", headers=AUTH).json()
+    # Central 400 s (last-two); everyone's ratios 0.5 and 500/300: the upper 400 × 5/3.
+    assert api["predicted_run_time"] == 667
+    assert api["prediction_basis"].startswith("1.67 times the mean run time of the user's")
+    assert (
+        "0.9 quantile of run time over that prediction in all users' 2 latest"
+        in (api["prediction_basis"])
+    )
+
+
 @pytest.mark.parametrize(
     "headers",
     [
