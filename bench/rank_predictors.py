@@ -1,7 +1,7 @@
 """Rank run-time predictors by the schedule they make, not by their error alone.
 
     python bench/rank_predictors.py --out bench-out/rank [--traces kth,ctc] \\
-        [--predictors last-two,profile,adaboost,quantile-boost,quantile-boost*2] [--jobs N]
+        [--predictors last-two,quantile-boost,quantile-boost*2,quantile-boost^0.9] [--jobs N]
 
 replays each trace with ``today`` (EASY on the users' requests), the default policy with
 each predictor, and the default policy with the trace's real run times (``oracle``: what
@@ -13,7 +13,8 @@ bounded slowdown that each predictor closes:
 of the default are deterministic (the CP search is limited by solver work), so what else
 runs on the machine changes only the replay times. ``--jobs N`` replays each trace's first
 N jobs (Curie's first 50,000 at most, as bench/value_over_today.py). ``NAME*K`` is the
-predictor ``NAME`` with ``prediction_margin = K``.
+predictor ``NAME`` with ``prediction_margin = K``, ``NAME^Q`` with
+``prediction_upper_quantile = Q`` (both: ``NAME*K^Q``).
 """
 
 from __future__ import annotations
@@ -38,8 +39,14 @@ BASELINE = "last-two"
 def policy_of(run: str) -> Policy:
     if run == "today":
         return Policy.named("today")
+    run, _, upper = run.partition("^")
     name, _, margin = run.partition("*")
-    return Policy.named("default", predictor=name, prediction_margin=float(margin or 1))
+    return Policy.named(
+        "default",
+        predictor=name,
+        prediction_margin=float(margin or 1),
+        prediction_upper_quantile=float(upper or 0),
+    )
 
 
 def replay(trace: str, run: str, out: Path, traces: Path, jobs: int | None) -> Path:
@@ -98,14 +105,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--traces", default=",".join(TRACE_FILES))
-    parser.add_argument("--predictors", default="last-two,profile,adaboost,quantile-boost")
+    parser.add_argument(
+        "--predictors", default="last-two,profile,adaboost,quantile-boost,quantile-boost^0.9"
+    )
     parser.add_argument("--jobs", type=int, default=None, help="each trace's first N jobs")
     parser.add_argument("--trace-dir", type=Path, default=TRACES)
     args = parser.parse_args()
     traces = [t for t in args.traces.split(",") if t]
     predictors = [p for p in args.predictors.split(",") if p and p != "oracle"]
     unknown = [t for t in traces if t not in TRACE_FILES]
-    unknown += [p for p in predictors if p.partition("*")[0] not in PREDICTORS]
+    unknown += [p for p in predictors if p.partition("^")[0].partition("*")[0] not in PREDICTORS]
     if unknown:
         raise SystemExit(f"unknown trace or predictor: {', '.join(unknown)}")
     if BASELINE not in predictors:
