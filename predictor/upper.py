@@ -91,13 +91,15 @@ class UpperQuantile(Wrapping):
     def memory(self) -> Memory:
         inner = self.inner.memory
 
-        def most(a: int | None, b: int) -> int | None:
-            return None if a is None else max(a, b)
+        def plus(a: int | None, b: int) -> int | None:
+            # The jobs before each of the ``b`` whose ratios are kept, for what the inner
+            # predictor said of it then.
+            return None if a is None else a + b
 
         return Memory(
-            per_user=most(inner.per_user, self.per_user),
-            recent=most(inner.recent, self.recent),
-            exact=False,  # a ratio is to what the inner predictor said then, not now
+            per_user=plus(inner.per_user, self.per_user),
+            recent=plus(inner.recent, self.recent),
+            exact=False,  # a learned inner predictor's model then is not rebuilt
         )
 
     def observe(self, finished: FinishedJob) -> None:

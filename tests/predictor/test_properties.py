@@ -145,3 +145,5 @@ def test_rebuild_equals_incremental_observe(trace, name, data):
     rebuilt = rebuild(FACTORIES[name](run_times(trace)), shuffled)
     for tj in trace:
         assert incremental.predict(tj.job, 10**9) == rebuilt.predict(tj.job, 10**9)
+        if isinstance(incremental, Bounding):
+            assert incremental.upper(tj.job, 10**9) == rebuilt.upper(tj.job, 10**9)  # type: ignore[attr-defined]

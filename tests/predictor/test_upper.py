@@ -73,7 +73,8 @@ def test_it_explains_both_estimates_and_names_itself():
 
 def test_its_memory_covers_the_inner_predictor_and_its_own_windows():
     p = UpperQuantile(LastTwo(), 0.9, per_user=20, recent=2000)
-    assert (p.memory.per_user, p.memory.recent, p.memory.exact) == (20, 2000, False)
+    # Last-two's two jobs before each of the user's 20 latest, for its prediction then.
+    assert (p.memory.per_user, p.memory.recent, p.memory.exact) == (22, 2000, False)
 
 
 @pytest.mark.parametrize(
