@@ -14,9 +14,9 @@ order, whose cumulative weight reaches half the total). :class:`AdditiveForest` 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -74,6 +74,18 @@ class Forest:
                 return answer
         return answers[-1][0]
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The forest as plain arrays (what :meth:`from_arrays` reads back)."""
+        return _arrays(self, weights=np.asarray(self.weights, dtype=np.float64))
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Forest:
+        """The forest :meth:`to_arrays` gave (:class:`ValueError` if they do not make one)."""
+        roots, weights = _ints(arrays["roots"]), arrays["weights"].astype(np.float64).tolist()
+        if len(weights) != len(roots):
+            raise ValueError("a forest needs one weight per tree")
+        return cls(tuple(roots), tuple(weights), *_node_lists(arrays, roots), _int(arrays))
+
 
 @dataclass(frozen=True, slots=True)
 class AdditiveForest:
@@ -120,6 +132,17 @@ class AdditiveForest:
             total += self.value[node]
         return total
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The forest as plain arrays (what :meth:`from_arrays` reads back)."""
+        return _arrays(self, baseline=np.asarray(self.baseline, dtype=np.float64))
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> AdditiveForest:
+        """The forest :meth:`to_arrays` gave (:class:`ValueError` if they do not make one)."""
+        roots = _ints(arrays["roots"])
+        baseline = float(arrays["baseline"])
+        return cls(tuple(roots), baseline, *_node_lists(arrays, roots), _int(arrays))
+
 
 class _FlatNodes:
     """Trees' nodes appended to flat lists, children renumbered to their place there."""
@@ -153,3 +176,62 @@ class _FlatNodes:
     def lists(self) -> tuple[list[int], list[float], list[int], list[int], list[float]]:
         """Feature, threshold, left, right and value, in the forests' field order."""
         return self.feature, self.threshold, self.left, self.right, self.value
+
+
+def _arrays(forest: Forest | AdditiveForest, **combining: np.ndarray) -> dict[str, np.ndarray]:
+    """``forest``'s trees as arrays, with ``combining``: how its trees' answers combine."""
+    return {
+        "roots": np.asarray(forest.roots, dtype=np.int64),
+        **combining,
+        "trained_on": np.asarray(forest.trained_on, dtype=np.int64),
+        "feature": np.asarray(forest.feature, dtype=np.int64),
+        "threshold": np.asarray(forest.threshold, dtype=np.float64),
+        "left": np.asarray(forest.left, dtype=np.int64),
+        "right": np.asarray(forest.right, dtype=np.int64),
+        "value": np.asarray(forest.value, dtype=np.float64),
+    }
+
+
+def _ints(values: np.ndarray) -> list[int]:
+    if values.dtype.kind not in "iu":
+        raise ValueError(f"expected integers, got {values.dtype}")
+    return [int(v) for v in values.ravel()]
+
+
+def _int(arrays: Mapping[str, np.ndarray]) -> int:
+    (value,) = _ints(arrays["trained_on"])
+    return value
+
+
+def _node_lists(
+    arrays: Mapping[str, np.ndarray], roots: list[int]
+) -> tuple[list[int], list[float], list[int], list[int], list[float]]:
+    """The node lists of stored arrays, checked so that walking them cannot fail: equal
+    lengths, every child and root a node, every tested feature a column index."""
+    feature, left, right = _ints(arrays["feature"]), _ints(arrays["left"]), _ints(arrays["right"])
+    threshold = arrays["threshold"].astype(np.float64).ravel().tolist()
+    value = arrays["value"].astype(np.float64).ravel().tolist()
+    count = len(feature)
+    if {len(threshold), len(left), len(right), len(value)} != {count}:
+        raise ValueError("a forest's node arrays differ in length")
+    if not roots or any(not 0 <= r < count for r in roots):
+        raise ValueError("a forest's roots must be nodes")
+    for node, f in enumerate(feature):
+        if f == _LEAF:
+            continue
+        # Children come after their parent (as the flattening numbers them), so a walk
+        # always ends at a leaf.
+        if f < 0 or not node < left[node] < count or not node < right[node] < count:
+            raise ValueError(f"a forest's node {node} is malformed")
+    return feature, threshold, left, right, value
+
+
+F = TypeVar("F", Forest, AdditiveForest)
+
+
+def checked_columns(forest: F, columns: int) -> F:
+    """``forest``, if every feature it tests is one of ``columns`` a row has (a stored
+    model read back must not index past its rows); :class:`ValueError` otherwise."""
+    if max(forest.feature, default=_LEAF) >= columns:
+        raise ValueError(f"the forest tests a feature beyond the {columns} a row has")
+    return forest

@@ -15,7 +15,9 @@ every ``retrain_every`` observations:
   A failed fit keeps the previous model; its exception stays on ``training_``.
   ``observe`` and ``predict`` are meant to be called from one thread; only fits run on
   the executor's. A history observed inside :meth:`WindowedLearner.rebuilding` (a
-  restart's rebuild) is fitted once, at its end.
+  restart's rebuild) is fitted once, at its end, unless the model stored before the
+  restart is loaded back (:meth:`WindowedLearner.load_model`): the service keeps each new
+  model (:meth:`WindowedLearner.dump_model`), so a restart predicts as before it at once.
 
 Until the first model exists, predictions come from a composed :class:`LastTwo`.
 
@@ -28,10 +30,13 @@ target is (:meth:`WindowedLearner._target`) and how a model's answer becomes sec
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import io
+import json
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -52,6 +57,12 @@ class Model(Protocol):
         ...
 
     def predict_row(self, row: Sequence[float]) -> float: ...
+
+    def to_arrays(self) -> dict[str, np.ndarray]: ...
+
+
+MODEL_FORMAT = 1
+"""Version of the stored model's layout (:meth:`WindowedLearner.dump_model`)."""
 
 
 class WindowedLearner:
@@ -118,6 +129,15 @@ class WindowedLearner:
 
     def _seconds(self, value: float, job: Job) -> float:
         """The model's answer ``value`` for ``job`` as seconds (before the clamp)."""
+        raise NotImplementedError
+
+    def _model_from(self, arrays: Mapping[str, np.ndarray]) -> Model:
+        """The model :meth:`Model.to_arrays` gave (:class:`ValueError` if not one)."""
+        raise NotImplementedError
+
+    def _hyperparameters(self) -> dict[str, Any]:
+        """The settings of the fit, beside the shared ones: a model stored under other
+        settings is not loaded back."""
         raise NotImplementedError
 
     # -- learning ---------------------------------------------------------------------
@@ -193,6 +213,52 @@ class WindowedLearner:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
         rows, targets = self._snapshot()
         self.training_ = self._executor.submit(self._fit_and_swap, rows, targets, self.observed_)
+
+    # -- the model across a restart ------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        return self.name
+
+    def fitted_model(self) -> Model | None:
+        """The model predictions come from now (a new object after every fit), or None."""
+        return self.model_
+
+    def dump_model(self, model: Model) -> bytes:
+        """``model`` as bytes for the service to store (NumPy arrays, no pickle), with the
+        settings it was fitted under."""
+        arrays: dict[str, Any] = {"settings": np.array(self._settings_key()), **model.to_arrays()}
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        return buffer.getvalue()
+
+    def load_model(self, data: bytes) -> bool:
+        """Predict with the stored model ``data`` (from :meth:`dump_model`) from now on, in
+        place of the fit a rebuild owes. False, with nothing changed, when it was fitted
+        under other settings or is not a model this predictor can read."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as stored:
+                arrays = {name: stored[name] for name in stored.files}
+            if str(arrays.pop("settings", "")) != self._settings_key():
+                return False
+            model = self._model_from(arrays)
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            return False
+        self.model_ = model
+        self._owed = False
+        return True
+
+    def _settings_key(self) -> str:
+        shared = {
+            "format": MODEL_FORMAT,
+            "predictor": self.name,
+            "features": list(self.features),
+            "window": self.window,
+            "recent": self.recent,
+            "profile_matches": self.profile_matches,
+            "half_life": self.half_life,
+        }
+        return json.dumps({**shared, **self._hyperparameters()}, sort_keys=True)
 
     def retrain_if_owed(self) -> None:
         """Start a retrain that came due while a background fit was running.

@@ -1,12 +1,14 @@
-"""What a predictor that wraps another forwards to it: learning, rebuilds, refits, shutdown."""
+"""What a predictor that wraps another forwards to it: learning, rebuilds, refits, its
+stored model, shutdown."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from typing import Any
 
 from cpsched.core.problem import Job
-from cpsched.predictor.base import Explaining, FinishedJob, Memory, Predictor
+from cpsched.predictor.base import Explaining, FinishedJob, Memory, Persisting, Predictor
 
 
 class Wrapping:
@@ -41,6 +43,25 @@ class Wrapping:
         retrain = getattr(self.inner, "retrain_if_owed", None)
         if retrain is not None:
             retrain()
+
+    @property
+    def model_name(self) -> str:
+        inner = self.inner
+        return inner.model_name if isinstance(inner, Persisting) else inner.name
+
+    def fitted_model(self) -> object | None:
+        """The inner predictor's fitted model, where it keeps one."""
+        inner = self.inner
+        return inner.fitted_model() if isinstance(inner, Persisting) else None
+
+    def dump_model(self, model: Any) -> bytes:
+        if not isinstance(self.inner, Persisting):
+            raise TypeError(f"{self.inner.name} keeps no model")
+        return self.inner.dump_model(model)
+
+    def load_model(self, data: bytes) -> bool:
+        inner = self.inner
+        return inner.load_model(data) if isinstance(inner, Persisting) else False
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)

@@ -15,15 +15,15 @@ measured, are in docs/results/predictors.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
 from cpsched.predictor._features import FEATURES
-from cpsched.predictor._forest import Forest
+from cpsched.predictor._forest import Forest, checked_columns
 from cpsched.predictor._windowed import WindowedLearner, recency_weights
 
 __all__ = [
@@ -124,6 +124,21 @@ class AdaBoost(WindowedLearner):
         # AdaBoost.R2 starts from these weights and draws each tree's sample by them.
         model.fit(rows, targets, sample_weight=recency_weights(len(rows), self.half_life))
         return Forest.from_sklearn(model, trained_on)
+
+    def _model_from(self, arrays: Mapping[str, np.ndarray]) -> Forest:
+        return checked_columns(Forest.from_arrays(arrays), len(self.features))
+
+    def _hyperparameters(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "n_estimators": self.n_estimators,
+            "max_depth": self.max_depth,
+            "min_samples_leaf": self.min_samples_leaf,
+            "learning_rate": self.learning_rate,
+            "loss": self.loss,
+            "criterion": self.criterion,
+            "random_state": self.random_state,
+        }
 
     def _target(self, run_time: int, time_limit: int) -> float:
         if self.target == "log":

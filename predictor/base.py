@@ -9,7 +9,7 @@ a clock: the prediction time ``t`` is an argument, and they learn only from jobs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from cpsched.core.problem import Job
 
@@ -66,6 +66,32 @@ class Bounding(Protocol):
 
     def upper_basis(self, job: Job, t: int) -> str:
         """In words, what ``upper(job, t)`` rests on (as :meth:`Explaining.basis`)."""
+        ...
+
+
+@runtime_checkable
+class Persisting(Protocol):
+    """A predictor whose fitted model outlives the process: the service stores each new
+    one and, after a restart, loads it back rather than fitting again (minutes of work
+    on a long history, and predictions from the fallback meanwhile)."""
+
+    @property
+    def model_name(self) -> str:
+        """The name its models are stored under: the learned predictor's own, whatever
+        wraps it (a margin or an upper estimate changes no model)."""
+        ...
+
+    def fitted_model(self) -> object | None:
+        """The model predictions come from now (a new object after every fit), or None."""
+        ...
+
+    def dump_model(self, model: Any) -> bytes:
+        """``model`` (a :meth:`fitted_model`) as bytes to store."""
+        ...
+
+    def load_model(self, data: bytes) -> bool:
+        """Predict with the stored ``data`` from now on; False, with nothing changed, when
+        it does not suit this predictor (other settings, unreadable)."""
         ...
 
 

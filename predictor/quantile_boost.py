@@ -18,13 +18,14 @@ docs/results/predictors.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from cpsched.predictor._forest import AdditiveForest
+from cpsched.predictor._forest import AdditiveForest, checked_columns
 from cpsched.predictor._windowed import WindowedLearner, recency_weights
 from cpsched.predictor.adaboost import DEFAULT_FEATURES
 
@@ -93,6 +94,18 @@ class QuantileBoost(WindowedLearner):
 
     def _target(self, run_time: int, time_limit: int) -> float:
         return math.log(max(run_time, 1))
+
+    def _model_from(self, arrays: Mapping[str, np.ndarray]) -> AdditiveForest:
+        return checked_columns(AdditiveForest.from_arrays(arrays), len(self.features))
+
+    def _hyperparameters(self) -> dict[str, Any]:
+        return {
+            "quantile": self.quantile,
+            "max_iter": self.max_iter,
+            "max_leaf_nodes": self.max_leaf_nodes,
+            "min_samples_leaf": self.min_samples_leaf,
+            "learning_rate": self.learning_rate,
+        }
 
     def _seconds(self, value: float, job: Job) -> float:
         return math.exp(value)

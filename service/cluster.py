@@ -14,7 +14,7 @@ from contextlib import nullcontext
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.state import DispatcherState
-from cpsched.predictor.base import Predictor
+from cpsched.predictor.base import Persisting, Predictor
 from cpsched.runtime.cluster import Cluster
 from cpsched.runtime.codec import TranslationMemo
 from cpsched.runtime.codec_jobs import core_job
@@ -102,6 +102,8 @@ class ClusterRuntime(Cluster):
         self.memo = TranslationMemo()
         """The latest snapshot's translations, for the next snapshot to reuse."""
         self.observed = 0
+        self.stored_model: object | None = None
+        """The predictor's fitted model the database holds (stored, or loaded at start)."""
         self._answer_s = 0.0
         self._fallback_s = 0.0
 
@@ -200,19 +202,54 @@ class ClusterRuntime(Cluster):
         if not censored:
             self.observed += 1
 
-    def relearn(self, history: Iterable[Finished]) -> None:
+    def relearn(self, history: Iterable[Finished], model: bytes | None = None) -> None:
         """Rebuild the predictor from stored ``history``, observed in end order. A
         predictor that fits models (AdaBoost) is told how many jobs it will learn: it
-        builds no training row its window would drop, and fits once, on the newest rows,
-        when the history has been observed (in the background: meanwhile it predicts as
-        before its first fit), rather than every ``retrain_every`` jobs on the way (each
-        fit then outdated at once, and competing with the rebuild for the interpreter)."""
+        builds no training row its window would drop, and at the end predicts with the
+        stored ``model`` (its last fit before the restart), or fits once, on the newest
+        rows, when there is none or it does not suit the predictor's settings (in the
+        background: meanwhile it predicts as before its first fit), rather than every
+        ``retrain_every`` jobs on the way (each fit then outdated at once, and competing
+        with the rebuild for the interpreter)."""
         jobs = sorted(history, key=lambda h: (h[2], h[1]))
         learnt = sum(state not in CENSORED_STATES for *_, state in jobs)
-        rebuilding = getattr(self.predictor, "rebuilding", None)
+        predictor = self.predictor
+        rebuilding = getattr(predictor, "rebuilding", None)
         with rebuilding(learnt) if rebuilding is not None else nullcontext():
             for job, start, end, state in jobs:
                 self.learn(job, start, end, state)
+            # Loaded after the history, so that what the rebuild computed from the
+            # predictions on the way (an upper estimate's ratios) read no later model.
+            if model is not None and isinstance(predictor, Persisting):
+                if predictor.load_model(model):
+                    self.stored_model = predictor.fitted_model()
+                else:
+                    log.warning(
+                        "cluster %s: the stored %s model does not suit the predictor's "
+                        "settings; fitting a new one",
+                        self.name,
+                        predictor.name,
+                    )
+
+    @property
+    def model_name(self) -> str:
+        """The name the predictor's fitted models are stored under."""
+        predictor = self.predictor
+        return predictor.model_name if isinstance(predictor, Persisting) else predictor.name
+
+    def model_to_store(self) -> tuple[object, bytes] | None:
+        """The predictor's newest fitted model and its bytes, when the database does not
+        hold it yet (:meth:`model_stored` once it does)."""
+        predictor = self.predictor
+        if not isinstance(predictor, Persisting):
+            return None
+        model = predictor.fitted_model()
+        if model is None or model is self.stored_model:
+            return None
+        return model, predictor.dump_model(model)
+
+    def model_stored(self, model: object) -> None:
+        self.stored_model = model
 
     def close(self) -> None:
         close = getattr(self.predictor, "close", None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import Row
@@ -77,12 +78,39 @@ class ClusterRegistry:
             cluster_id = history.cluster_id(session, cluster)
         runtime = ClusterRuntime(cluster, cluster_id, self.settings.policy(cluster))
         began = time.perf_counter()
+        # The error metric sums every stored prediction: a scan the database does in the
+        # meantime (on SQLite in C, the interpreter free), not before the rebuild.
+        with ThreadPoolExecutor(1, thread_name_prefix=f"errors-{cluster}") as pool:
+            errors_read = pool.submit(self._prediction_errors, cluster_id)
+            self._restore(runtime, cluster_id)
+            errors = errors_read.result()
+        for predictor, counts in errors.items():  # the metric survives a restart
+            self.metrics.restore_prediction_errors(
+                cluster, predictor, counts.at_most, counts.count, counts.total
+            )
+        self.metrics.deadline.labels(cluster).set(runtime.policy.deadline)
+        if runtime.observed:
+            log.info(
+                "cluster %s: predictor rebuilt from %d finished jobs in %.2f s%s",
+                cluster,
+                runtime.observed,
+                time.perf_counter() - began,
+                ", its stored model loaded" if runtime.stored_model is not None else "",
+            )
+        return runtime
+
+    def _prediction_errors(self, cluster_id: int) -> dict[str, history.ErrorCounts]:
         with self.sessions() as session:
-            # Summed first: a fit the rebuild starts in the background would compete.
-            errors = history.start_prediction_errors(session, cluster_id, ERROR_BUCKETS)
+            return history.start_prediction_errors(session, cluster_id, ERROR_BUCKETS)
+
+    def _restore(self, runtime: ClusterRuntime, cluster_id: int) -> None:
+        """Give ``runtime`` what the database keeps of it: its predictor's history and
+        model, its guarantees and lease."""
+        with self.sessions() as session:
             # What the predictor remembers, not the whole history (bounded reads).
             rows = history.remembered(session, cluster_id, runtime.predictor.memory)
             kept = history.cluster_state(session, cluster_id)
+            model = history.fitted_model(session, cluster_id, runtime.model_name)
             if kept is not None:
                 runtime.restore(
                     KeptState.from_row(kept.guarantees, kept.writer, kept.writer_seen),
@@ -91,22 +119,32 @@ class ClusterRegistry:
                 )
         names = runtime.resource_names
         runtime.relearn(
-            (_stored_job(row, names), row.start_time, row.end_time, end_state(row.state))
-            for row in rows
+            (
+                (_stored_job(row, names), row.start_time, row.end_time, end_state(row.state))
+                for row in rows
+            ),
+            model,
         )
-        for predictor, counts in errors.items():  # the metric survives a restart
-            self.metrics.restore_prediction_errors(
-                cluster, predictor, counts.at_most, counts.count, counts.total
+
+    def store_model(self, runtime: ClusterRuntime) -> None:
+        """Store the cluster's predictor's model if it fitted one the database lacks (a
+        restart then predicts with it at once). A database error is logged: the model is
+        stored with the next one, or fitted again after a restart."""
+        pending = runtime.model_to_store()
+        if pending is None:
+            return
+        model, data = pending
+        try:
+            with self.sessions.begin() as session:
+                history.save_fitted_model(
+                    session, runtime.cluster_id, runtime.model_name, data, time.time()
+                )
+        except SQLAlchemyError as exc:
+            log.warning(
+                "cluster %s: the predictor's new model was not stored: %s", runtime.name, exc
             )
-        self.metrics.deadline.labels(cluster).set(runtime.policy.deadline)
-        if runtime.observed:
-            log.info(
-                "cluster %s: predictor rebuilt from %d finished jobs in %.2f s",
-                cluster,
-                runtime.observed,
-                time.perf_counter() - began,
-            )
-        return runtime
+            return
+        runtime.model_stored(model)
 
     def existing(self, cluster: str) -> ClusterRuntime | None:
         """The cluster's runtime if it was ever written to; reads never create a cluster."""
@@ -163,13 +201,15 @@ class ClusterRegistry:
         return deleted
 
     def close(self) -> None:
-        """Stop the warm-up and release every runtime's dispatcher."""
+        """Stop the warm-up, release every runtime's dispatcher and predictor (a running
+        fit ends first) and store the models fitted since the last store."""
         self._stop_warm_up.set()
         if self._warm_up is not None:
             self._warm_up.join(timeout=30)
             self._warm_up = None
         for runtime in self._runtimes.values():
             runtime.close()
+            self.store_model(runtime)
 
 
 def _stored_job(row: Row[Any], names: tuple[str, ...]) -> Job:

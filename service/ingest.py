@@ -64,6 +64,7 @@ def store_finished(clusters: ClusterRegistry, cluster: str, batch: FinishedBatch
                         cluster, runtime.predictor.name
                     ).observe(abs(job.end - job.start - predicted))
             runtime.observe(done.new)
+        clusters.store_model(runtime)  # a background fit ended since the last slice
         stored += len(done.new)
         duplicates += done.duplicates
     clusters.metrics.finished.labels(cluster, "stored").inc(stored)

@@ -25,6 +25,7 @@ from cpsched.service.store.models import (
     DecisionJobRow,
     DecisionRow,
     FinishedJobRow,
+    FittedModelRow,
     PredictionRow,
 )
 from cpsched.wire.schemas import FinishedJobIn
@@ -363,4 +364,19 @@ def save_cluster_state(
         ClusterStateRow(
             cluster_id=cluster, guarantees=guarantees, writer=writer, writer_seen=writer_seen
         )
+    )
+
+
+def fitted_model(session: Session, cluster: int, predictor: str) -> bytes | None:
+    """The cluster's stored model of ``predictor``, if one was ever stored."""
+    row = session.get(FittedModelRow, (cluster, predictor))
+    return None if row is None else row.model
+
+
+def save_fitted_model(
+    session: Session, cluster: int, predictor: str, model: bytes, saved_at: float
+) -> None:
+    """Store (or replace) the cluster's model of ``predictor``."""
+    session.merge(
+        FittedModelRow(cluster_id=cluster, predictor=predictor, model=model, saved_at=saved_at)
     )

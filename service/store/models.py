@@ -1,5 +1,6 @@
 """Tables: job history (the predictors' memory), predictions, the decision audit (with the
-jobs each decision concerned), and what a cluster's dispatches must keep across a restart.
+jobs each decision concerned), what a cluster's dispatches must keep across a restart, and
+its predictor's latest fitted model.
 
 A job is identified by (cluster, job id) everywhere; the unique constraint on that pair
 is what makes finished-job ingestion idempotent under retries and concurrent posts.
@@ -18,6 +19,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     UniqueConstraint,
     func,
@@ -155,3 +157,19 @@ class ClusterStateRow(Base):
     writer_seen: Mapped[float | None] = mapped_column(Float, nullable=True)
     """When that bridge last dispatched, in seconds since the epoch (the service's clock:
     a restart turns it back into the lease's time left)."""
+
+
+class FittedModelRow(Base):
+    """A cluster's learned predictor's latest fitted model, so that a restart predicts
+    with it at once instead of fitting again. One row per cluster and predictor name,
+    replaced by each new fit; the blob is NumPy arrays (``predictor/_windowed.py``)."""
+
+    __tablename__ = "fitted_models"
+
+    cluster_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("clusters.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    predictor: Mapped[str] = mapped_column(String(64), primary_key=True)
+    model: Mapped[bytes] = mapped_column(LargeBinary)
+    saved_at: Mapped[float] = mapped_column(Float)
+    """When it was stored, in seconds since the epoch (the service's clock)."""

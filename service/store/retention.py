@@ -30,6 +30,7 @@ from cpsched.service.store.models import (
     ClusterStateRow,
     DecisionRow,
     FinishedJobRow,
+    FittedModelRow,
     PredictionRow,
 )
 
@@ -39,6 +40,7 @@ _PREDICTIONS = cast(Table, PredictionRow.__table__)
 _FINISHED = cast(Table, FinishedJobRow.__table__)
 _CLUSTERS = cast(Table, Cluster.__table__)
 _KEPT = cast(Table, ClusterStateRow.__table__)
+_MODELS = cast(Table, FittedModelRow.__table__)
 KINDS = ("decisions", "predictions", "finished_jobs")
 
 
@@ -132,6 +134,7 @@ def delete_cluster(sessions: Any, cluster: int, batch: int) -> dict[str, int]:
                 break
     with sessions.begin() as session:
         session.execute(delete(_KEPT).where(_KEPT.c.cluster_id == cluster))
+        session.execute(delete(_MODELS).where(_MODELS.c.cluster_id == cluster))
         session.execute(delete(_CLUSTERS).where(_CLUSTERS.c.id == cluster))
     return deleted
 

@@ -17,6 +17,7 @@ TABLES = {
     "clusters",
     "finished_jobs",
     "predictions",
+    "fitted_models",
     "decisions",
     "decision_jobs",
     "cluster_state",

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from sqlalchemy import delete, select
+
 from cpsched.predictor.adaboost import AdaBoost
+from cpsched.predictor.quantile_boost import QuantileBoost
 from cpsched.service.store import history
+from cpsched.service.store.models import FittedModelRow
 from tests.service.conftest import AUTH, finished, job, snapshot
 
 
@@ -73,6 +77,7 @@ def test_adaboost_is_rebuilt_without_fitting_on_the_way_and_fits_once_after(
     first = client.app.state.orchestrator.runtime("c1").predictor
     if first.training_ is not None:  # the first service's own fits, in its background
         first.training_.result(timeout=60)
+    forget_stored_models(client)  # as before any model was stored: fitted again
     fitted_on: list[int] = []
     fit = AdaBoost._fit
 
@@ -89,3 +94,76 @@ def test_adaboost_is_rebuilt_without_fitting_on_the_way_and_fits_once_after(
     # ten jobs on the way (six were due).
     assert fitted_on == [60]
     assert predictor.model_ is not None and predictor.model_.trained_on == 60
+
+
+def forget_stored_models(client) -> None:
+    with client.app.state.orchestrator.sessions.begin() as session:
+        session.execute(delete(FittedModelRow))
+
+
+def settled(client, cluster: str = "c1"):
+    """The cluster's predictor once its background fits (and any owed) are done."""
+    predictor = client.app.state.orchestrator.runtime(cluster).predictor
+    while (predictor.training_ is not None and not predictor.training_.done()) or predictor._owed:
+        if predictor.training_ is not None:
+            predictor.training_.result(timeout=60)
+        predictor.retrain_if_owed()
+    return predictor
+
+
+def test_a_restart_predicts_with_the_model_stored_before_it_without_fitting(
+    make_client, monkeypatch
+):
+    policy = {"predictor": "quantile-boost", "retrain_every": 20}
+    client = make_client(defaults=policy)
+    users = [f"u{k}" for k in range(3)]
+    jobs = [finished(f"j{k}", 100 * k, 100 * k + 50 + 37 * k, user=users[k % 3]) for k in range(60)]
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": jobs}, headers=AUTH)
+    first = settled(client)
+    # The next finished batch stores the model fitted since (at most 20 jobs old).
+    late = finished("late", 7_000, 7_100, user="u0")
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": [late]}, headers=AUTH)
+    with client.app.state.orchestrator.sessions() as session:
+        (row,) = session.scalars(select(FittedModelRow)).all()
+    assert row.predictor == "quantile-boost"
+    before = predicted(client, users, 50_000)
+
+    fits: list[int] = []
+    monkeypatch.setattr(QuantileBoost, "_fit", lambda self, rows, targets, n: fits.append(n))
+    restarted = make_client(defaults=policy)
+    assert predicted(restarted, users, 50_000) == before
+    again = restarted.app.state.orchestrator.runtime("c1").predictor
+    assert fits == [] and again.training_ is None
+    assert again.fitted_model().trained_on == first.fitted_model().trained_on == 60
+    # Retiring the cluster deletes its model with the rest.
+    assert restarted.delete("/v1/clusters/c1", headers=AUTH).status_code == 200
+    with restarted.app.state.orchestrator.sessions() as session:
+        assert session.scalars(select(FittedModelRow)).all() == []
+
+
+def test_a_stored_model_of_other_settings_is_fitted_again(make_client, monkeypatch, caplog):
+    client = make_client(defaults={"predictor": "quantile-boost", "retrain_every": 20})
+    jobs = [finished(f"j{k}", 100 * k, 100 * k + 50 + 37 * k, user=f"u{k % 3}") for k in range(60)]
+    client.post("/v1/clusters/c1/jobs/finished", json={"jobs": jobs}, headers=AUTH)
+    settled(client)
+    client.post(
+        "/v1/clusters/c1/jobs/finished", json={"jobs": [finished("late", 0, 9)]}, headers=AUTH
+    )
+    fits: list[int] = []
+    fit = QuantileBoost._fit
+
+    def counting(self, rows, targets, trained_on):
+        fits.append(trained_on)
+        return fit(self, rows, targets, trained_on)
+
+    monkeypatch.setattr(QuantileBoost, "_fit", counting)
+    # A new release whose predictor fits with other settings than the stored model's.
+    settings = QuantileBoost._hyperparameters
+    monkeypatch.setattr(
+        QuantileBoost, "_hyperparameters", lambda self: {**settings(self), "max_iter": 50}
+    )
+    restarted = make_client(defaults={"predictor": "quantile-boost", "retrain_every": 20})
+    predictor = settled(restarted)
+    assert fits == [61]
+    assert "does not suit the predictor's settings" in caplog.text
+    assert predictor.fitted_model().trained_on == 61
