@@ -29,6 +29,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+STOP_WAIT_S = 30
+
+
 @dataclass
 class LocalService:
     config: Path
@@ -73,10 +76,12 @@ class LocalService:
             self.process.wait()
 
     def stop(self) -> None:
+        """SIGTERM, and SIGKILL if it has not stopped within ``STOP_WAIT_S``: a learned
+        predictor's running fit ends first, and its model is stored."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(10)
+                self.process.wait(STOP_WAIT_S)
             except subprocess.TimeoutExpired:
                 self.kill()
 
