@@ -4,7 +4,9 @@ The rules that make a replay's results hold for the service live here, once; the
 simulator and the service's cluster runtime both keep their durations in a
 :class:`DurationBook`:
 
-* a queued job is predicted when it is first seen and keeps that prediction while it waits;
+* a queued job is predicted when it is first seen and keeps that prediction while it waits
+  (in the service, a job the time left for predicting did not reach, in a burst of new
+  jobs, is planned with its request until a later call predicts it: :meth:`DurationBook.sync`);
 * a job is predicted again when it starts (the predictor may have learnt since) and keeps
   that prediction while it runs; a predictor with an upper estimate beside its central one
   (:class:`~cpsched.predictor.base.Bounding`) gives its upper estimate there: the plan orders
@@ -27,7 +29,7 @@ brings the book up to each one with :meth:`~DurationBook.sync`.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypeGuard
@@ -92,6 +94,9 @@ class DurationBook:
         self._touched: set[str] = set()
         """Jobs an event or :meth:`correct` changed since that snapshot's sync: the next
         sync works them out again (kept only between syncs)."""
+        self._deferred: set[str] = set()
+        """Queued jobs the last :meth:`sync` had no time to predict: planned with their
+        requests, and predicted first by a later sync."""
 
     # -- events, as a simulator sees them ------------------------------------------------
 
@@ -184,10 +189,18 @@ class DurationBook:
         snapshot: Snapshot,
         stored_starts: Mapping[str, int],
         changes: RunningChanges | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> list[Prediction]:
         """Bring the book up to ``snapshot``: predict the jobs seen for the first time,
         raise extended jobs to their limits, forget the jobs that are gone. Returns the
         predictions made.
+
+        ``stop``: when the time for predicting queued jobs is up (the service's share of
+        its deadline; a replay gives none). The new queued jobs not predicted by then are
+        planned with their requests (:attr:`deferred` counts them) and predicted, first,
+        by the next sync: a burst of thousands of new jobs costs a learned predictor
+        seconds, and a late answer is no answer. Running jobs are always predicted (few
+        start per call).
 
         ``stored_starts`` are start predictions kept elsewhere (a database) for running
         jobs this book has not seen start: the process restarted, or the job started
@@ -203,9 +216,14 @@ class DurationBook:
             made = self._sync_running_changes(snapshot, stored_starts, changes, touched)
         else:
             made = self._sync_running(snapshot, stored_starts)
-        self._sync_queued(snapshot, made)
+        self._sync_queued(snapshot, made, stop)
         self._synced = snapshot
         return made
+
+    @property
+    def deferred(self) -> int:
+        """Queued jobs the last :meth:`sync` planned with their requests, not predicted."""
+        return len(self._deferred)
 
     def without_start_prediction(
         self, snapshot: Snapshot, changes: RunningChanges | None = None
@@ -320,24 +338,36 @@ class DurationBook:
             running[job_id] = (rj.start, rj.time_limit)
         return made
 
-    def _sync_queued(self, snapshot: Snapshot, made: list[Prediction]) -> None:
+    def _sync_queued(
+        self, snapshot: Snapshot, made: list[Prediction], stop: Callable[[], bool] | None
+    ) -> None:
         """The queued part of :meth:`sync`: each queued job keeps the prediction it got when
-        first seen; the jobs no longer queued (started, gone) leave the book's durations
-        unless they run."""
+        first seen (those deferred before are predicted first); the jobs no longer queued
+        (started, gone) leave the book's durations unless they run."""
         t = snapshot.time
         durations = self.durations
         queued: dict[str, int] = {}
-        for job in snapshot.queued:
+        deferred: set[str] = set()
+        jobs: Iterable[Job] = snapshot.queued
+        if self._deferred:
+            late = [job for job in snapshot.queued if job.id in self._deferred]
+            jobs = (*late, *(job for job in snapshot.queued if job.id not in self._deferred))
+        for job in jobs:
             d = self._queued.get(job.id)
             if d is None:
+                if stop is not None and stop():
+                    deferred.add(job.id)
+                    durations[job.id] = job.time_limit
+                    continue
                 d = self.predictor.predict(job, t)
                 made.append(Prediction(job.id, "queued", d, t, self.basis(job, t)))
             queued[job.id] = d
             durations[job.id] = d
-        for job_id in self._queued.keys() - queued.keys():
+        for job_id in (self._queued.keys() | self._deferred) - queued.keys() - deferred:
             if job_id not in self._running:
                 durations.pop(job_id, None)
         self._queued = queued
+        self._deferred = deferred
 
     def _follows(self, changes: RunningChanges | None) -> TypeGuard[RunningChanges]:
         """Whether ``changes`` start from the snapshot this book was last synced to."""

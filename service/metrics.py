@@ -161,6 +161,14 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.unpredicted = Gauge(
+            "cpsched_unpredicted_queued_jobs",
+            "Queued jobs the last decision planned with their requests: new jobs the time "
+            "left for predicting within the deadline did not reach (predicted first at the "
+            "next calls).",
+            ["cluster"],
+            registry=r,
+        )
         self.rejected_jobs = Counter(
             "cpsched_rejected_jobs_total",
             "Queued jobs left out of a decision (unknown resource type, too big...).",

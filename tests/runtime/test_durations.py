@@ -217,3 +217,39 @@ def test_a_job_is_queued_with_the_central_estimate_and_runs_with_the_upper_one()
         ("a", "queued", 100, None),
     }
     assert views.start_prediction(a, 0) == 300 and views.start_basis(a, 0) == "three times"
+
+
+def after(calls: int):
+    """A ``stop`` that says the time is up after ``calls`` asks."""
+    asked = 0
+
+    def stop() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > calls
+
+    return stop
+
+
+def test_new_jobs_past_the_time_for_predicting_are_planned_with_their_requests_until_later():
+    predictor = Counting()
+    book = DurationBook(predictor)
+    queue = [job(f"q{k}", limit=1000 + k, submit=k) for k in range(6)]
+    made = book.sync(snapshot(10, nodes(1), queue=queue), {}, stop=after(2))
+    assert [p.job_id for p in made] == ["q0", "q1"]
+    assert book.deferred == 4
+    assert [book.durations[j.id] for j in queue] == [100, 100, 1002, 1003, 1004, 1005]
+    # q3 leaves the queue unpredicted; q6 arrives. The deferred go first, then the new one.
+    queue = [*queue[:3], *queue[4:], job("q6", limit=3000, submit=20)]
+    made = book.sync(snapshot(20, nodes(1), queue=queue), {}, stop=after(2))
+    assert [p.job_id for p in made] == ["q2", "q4"]
+    assert book.deferred == 2 and "q3" not in book.durations
+    assert book.durations["q5"] == 1005 and book.durations["q6"] == 3000
+    made = book.sync(snapshot(30, nodes(1), queue=queue), {})  # no time limit: all
+    assert [p.job_id for p in made] == ["q5", "q6"]
+    assert book.deferred == 0
+    assert {book.durations[j.id] for j in queue} == {100}
+    # A deferred job that starts is predicted at its start as any other.
+    book.sync(snapshot(40, nodes(1), queue=[job("q7", limit=500)]), {}, stop=after(0))
+    assert book.durations["q7"] == 500
+    assert book.started(job("q7", limit=500), 40) == 100

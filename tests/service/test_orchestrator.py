@@ -4,6 +4,7 @@ dispatcher is replaced by the fallback heuristic, and the answer says so."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -303,3 +304,52 @@ def test_finished_jobs_end_in_todays_schedule_when_they_end_on_the_cluster(make_
     ack = client.post("/v1/clusters/c1/jobs/finished", json=batch, headers=AUTH).json()
     assert ack["stored"] == 1
     assert sorted(schedule.ends) == [(1100, "q1"), (1600, "q1")]
+
+
+def test_new_jobs_not_predicted_within_the_deadline_wait_with_their_requests_then_are(
+    make_client, monkeypatch
+) -> None:
+    # A predictor slow enough that 300 new jobs cannot all be predicted in the 30% of a
+    # 0.2 s deadline a call may spend on them (a learned predictor's burst, magnified);
+    # each call predicts 100 at least.
+    from sqlalchemy import func, select
+
+    from cpsched.predictor.lasttwo import LastTwo
+    from cpsched.service.store.models import PredictionRow
+
+    predict = LastTwo.predict
+
+    def slow(self, job, t):
+        time.sleep(0.002)
+        return predict(self, job, t)
+
+    monkeypatch.setattr(LastTwo, "predict", slow)
+    client = make_client(defaults={"deadline": 0.2})
+    queued = [job(f"q{i}", submit=i) for i in range(300)]
+    # The machine is full until 10**6: no job starts, all stay queued.
+    busy = [{**job("r", limit=10**6, units=8), "start": 0, "allocation": {"n1": 4, "n2": 4}}]
+    runtime = client.app.state.orchestrator.runtime("c1")
+
+    def stored() -> int:
+        with client.app.state.orchestrator.sessions() as session:
+            kind = PredictionRow.kind == "queued"
+            return session.scalar(select(func.count()).where(kind))
+
+    t, unpredicted = 1000, []
+    while True:
+        body = snapshot(time=t, queued=queued, running=busy)
+        d = client.post("/v1/clusters/c1/dispatch", json=body, headers=AUTH).json()
+        unpredicted.append(runtime.book.deferred)
+        notes = d["diagnostics"]["notes"]
+        said = f"{runtime.book.deferred} new queued jobs planned with their requests"
+        assert any(note.startswith(said) for note in notes) == (runtime.book.deferred > 0)
+        # Only real predictions are stored, each once; the rest wait with their requests.
+        assert stored() == 300 - runtime.book.deferred
+        if not runtime.book.deferred or len(unpredicted) == 40:
+            break
+        t += 10
+    assert 0 < unpredicted[0] <= 200  # the burst did not fit the first call
+    assert unpredicted[-1] == 0  # and later calls predicted every job
+    assert unpredicted == sorted(unpredicted, reverse=True)
+    metrics = client.get("/metrics").text
+    assert 'cpsched_unpredicted_queued_jobs{cluster="c1"} 0.0' in metrics
