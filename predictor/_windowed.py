@@ -113,6 +113,8 @@ class WindowedLearner:
         """The latest background fit; tests and shutdown may wait on it."""
         self._owed = False
         self._deferring = False
+        self._loaded = False
+        """A stored model was loaded (:meth:`load_model`): the rebuild owes no fit."""
         self._rows_from = 0
         """While :meth:`rebuilding`: the first observation whose training row is built."""
         self._executor: ThreadPoolExecutor | None = None
@@ -167,7 +169,8 @@ class WindowedLearner:
         * no fit runs on the way: refits falling due are owed, and one starts on the
           newest rows when the block ends (in the background when ``background``; until
           it is done, predictions come from the previous model, or from last-two as
-          before a first fit).
+          before a first fit), unless a stored model was loaded before or inside the
+          block: it stands in for that fit.
 
         :class:`RuntimeError` if another number of jobs was observed inside."""
         first = self.observed_
@@ -183,6 +186,8 @@ class WindowedLearner:
                 f"{self.name} rebuilt from {self.observed_ - first} jobs, {count} announced: "
                 "the rows of the ones announced but not observed are missing"
             )
+        if self._loaded:
+            self._owed = self._loaded = False
         if self._owed:
             self._start_training()
 
@@ -234,8 +239,9 @@ class WindowedLearner:
 
     def load_model(self, data: bytes) -> bool:
         """Predict with the stored model ``data`` (from :meth:`dump_model`) from now on, in
-        place of the fit a rebuild owes. False, with nothing changed, when it was fitted
-        under other settings or is not a model this predictor can read."""
+        place of the fit a rebuild (loaded before it or inside it) owes. False, with
+        nothing changed, when it was fitted under other settings or is not a model this
+        predictor can read."""
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as stored:
                 arrays = {name: stored[name] for name in stored.files}
@@ -246,6 +252,7 @@ class WindowedLearner:
             return False
         self.model_ = model
         self._owed = False
+        self._loaded = True
         return True
 
     def _settings_key(self) -> str:

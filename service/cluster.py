@@ -204,32 +204,33 @@ class ClusterRuntime(Cluster):
 
     def relearn(self, history: Iterable[Finished], model: bytes | None = None) -> None:
         """Rebuild the predictor from stored ``history``, observed in end order. A
-        predictor that fits models (AdaBoost) is told how many jobs it will learn: it
-        builds no training row its window would drop, and at the end predicts with the
-        stored ``model`` (its last fit before the restart), or fits once, on the newest
-        rows, when there is none or it does not suit the predictor's settings (in the
-        background: meanwhile it predicts as before its first fit), rather than every
-        ``retrain_every`` jobs on the way (each fit then outdated at once, and competing
-        with the rebuild for the interpreter)."""
+        predictor that fits models (AdaBoost) first takes back its stored ``model`` (its
+        last fit before the restart) and is told how many jobs it will learn: it builds
+        no training row its window would drop, and fits nothing on the way nor at the
+        end; without a model that suits its settings it fits once, on the newest rows,
+        when the history has been observed (in the background: meanwhile it predicts as
+        before its first fit), rather than every ``retrain_every`` jobs on the way (each
+        fit then outdated at once, and competing with the rebuild for the interpreter).
+        The model is taken back first so that what the rebuild computes from predictions
+        on the way (an upper estimate's ratios) rests on it, as it did before the
+        restart, not on last-two's."""
         jobs = sorted(history, key=lambda h: (h[2], h[1]))
         learnt = sum(state not in CENSORED_STATES for *_, state in jobs)
         predictor = self.predictor
+        if model is not None and isinstance(predictor, Persisting):
+            if predictor.load_model(model):
+                self.stored_model = predictor.fitted_model()
+            else:
+                log.warning(
+                    "cluster %s: the stored %s model does not suit the predictor's "
+                    "settings; fitting a new one",
+                    self.name,
+                    predictor.name,
+                )
         rebuilding = getattr(predictor, "rebuilding", None)
         with rebuilding(learnt) if rebuilding is not None else nullcontext():
             for job, start, end, state in jobs:
                 self.learn(job, start, end, state)
-            # Loaded after the history, so that what the rebuild computed from the
-            # predictions on the way (an upper estimate's ratios) read no later model.
-            if model is not None and isinstance(predictor, Persisting):
-                if predictor.load_model(model):
-                    self.stored_model = predictor.fitted_model()
-                else:
-                    log.warning(
-                        "cluster %s: the stored %s model does not suit the predictor's "
-                        "settings; fitting a new one",
-                        self.name,
-                        predictor.name,
-                    )
 
     @property
     def model_name(self) -> str:

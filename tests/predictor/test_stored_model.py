@@ -117,3 +117,36 @@ def test_a_malformed_model_is_refused_before_any_prediction_can_walk_it():
 @given(st.binary(max_size=2000))
 def test_any_bytes_are_refused_or_loaded_never_raised(data: bytes):
     assert QuantileBoost(**QB).load_model(data) is False
+
+
+def test_an_upper_estimate_rebuilt_after_its_model_is_loaded_rests_on_that_model():
+    # On-line, the upper estimate's ratios are the central model's errors. A rebuild that
+    # takes the stored model back first gives the ratios on-line learning with that model
+    # gave; one that loaded it only at the end would keep last-two's errors.
+    model = trained(lambda: QuantileBoost(**QB), 300)
+    data = model.dump_model(model.fitted_model())
+    jobs = history(200)
+    probe = probes()[0]
+    settings_ = {**QB, "retrain_every": 10_000}  # no fit of its own on the way
+
+    online = UpperQuantile(QuantileBoost(**settings_), 0.9)
+    assert online.load_model(data)
+    for finished in jobs:
+        online.observe(finished)
+
+    def rebuilt(load_first: bool) -> UpperQuantile:
+        upper = UpperQuantile(QuantileBoost(**settings_), 0.9)
+        if load_first:
+            assert upper.load_model(data)
+        with upper.rebuilding(len(jobs)):
+            for finished in jobs:
+                upper.observe(finished)
+            if not load_first:
+                assert upper.load_model(data)
+        assert upper.inner.training_ is None  # the model stood in for the owed fit
+        return upper
+
+    first, last = rebuilt(True), rebuilt(False)
+    assert first.upper(probe, 0) == online.upper(probe, 0)
+    assert first.overall_.quantile(0.9) == online.overall_.quantile(0.9)
+    assert last.overall_.quantile(0.9) != online.overall_.quantile(0.9)
