@@ -16,6 +16,7 @@ PostgreSQL) in the service's schema: --users users, run times that vary job to j
 
     .venv/bin/python bench/service_restart.py [--jobs 2000000] [--users 2000]
         [--clusters 1] [--predictor last-two] [--backends sqlite,postgres] [--starts 1]
+        [--upper 0.9]
 """
 
 from __future__ import annotations
@@ -111,8 +112,13 @@ REBUILT = re.compile(
 REBUILD_WAIT_S = 120
 
 
-def time_to_ready(work: Path, url: str, predictor: str) -> tuple[float, float, str]:
-    config = write_config(work / "cpsched.toml", url, TOKEN, {"predictor": predictor})
+def time_to_ready(
+    work: Path, url: str, predictor: str, upper: float = 0.0
+) -> tuple[float, float, str]:
+    policy: dict[str, object] = {"predictor": predictor}
+    if upper:
+        policy["prediction_upper_quantile"] = upper
+    config = write_config(work / "cpsched.toml", url, TOKEN, policy)
     # The log says how long the rebuild took: at INFO level, for this run.
     config.write_text('log_level = "INFO"\n' + config.read_text())
     service = LocalService(config, free_port(), work / "service.log")
@@ -148,10 +154,14 @@ def main() -> None:
     parser.add_argument("--predictor", default="last-two")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--starts", type=int, default=1, help="starts on the same database")
+    parser.add_argument(
+        "--upper", type=float, default=0.0, help="prediction_upper_quantile (0: none)"
+    )
     args = parser.parse_args()
+    upper = f" with a {args.upper:g} upper estimate" if args.upper else ""
     print(
         f"{args.jobs:,} finished jobs of {args.users:,} users in {args.clusters:,} clusters; "
-        f"predictor {args.predictor}"
+        f"predictor {args.predictor}{upper}"
     )
     print(f"{'backend':<9} {'fill s':>7} {'to /readyz s':>13} {'peak MB':>8}  predictor")
     for backend in args.backends.split(","):
@@ -167,7 +177,7 @@ def main() -> None:
                 fill_sqlite(str(work / "cpsched.db"), args.jobs, args.users, args.clusters)
             filled = time.perf_counter() - began
             for start in range(args.starts):
-                ready, peak, what = time_to_ready(work, url, args.predictor)
+                ready, peak, what = time_to_ready(work, url, args.predictor, args.upper)
                 fill = f"{filled:>7.0f}" if start == 0 else f"{'':>7}"
                 print(f"{backend:<9} {fill} {ready:>13.2f} {peak:>8.0f}  {what}", flush=True)
 

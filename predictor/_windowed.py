@@ -159,9 +159,10 @@ class WindowedLearner:
             self._start_training()
 
     @contextmanager
-    def rebuilding(self, count: int) -> Iterator[None]:
+    def rebuilding(self, count: int, users: Mapping[str, int] | None = None) -> Iterator[None]:
         """Observe a history of ``count`` jobs (a service's rebuild after a restart) as
-        ``count`` calls of :meth:`observe` would, except that
+        ``count`` calls of :meth:`observe` would (``users``, how many of them each user
+        has, is for predictors wrapping this one), except that
 
         * no training row is built for the jobs whose row the window drops before the
           end (what they teach the feature state is learnt all the same), so the rows

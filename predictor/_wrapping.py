@@ -3,7 +3,7 @@ stored model, shutdown."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -31,11 +31,11 @@ class Wrapping:
         return inner.basis(job, t) if isinstance(inner, Explaining) else inner.name
 
     @contextmanager
-    def rebuilding(self, count: int) -> Iterator[None]:
+    def rebuilding(self, count: int, users: Mapping[str, int] | None = None) -> Iterator[None]:
         """The inner predictor's rebuild of ``count`` jobs (a learned predictor fits once,
-        at its end), where it has one."""
+        at its end), where it has one; ``users``: how many of them each user has."""
         inner = getattr(self.inner, "rebuilding", None)
-        with inner(count) if inner is not None else nullcontext():
+        with inner(count, users) if inner is not None else nullcontext():
             yield
 
     def retrain_if_owed(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 
@@ -215,7 +216,8 @@ class ClusterRuntime(Cluster):
         on the way (an upper estimate's ratios) rests on it, as it did before the
         restart, not on last-two's."""
         jobs = sorted(history, key=lambda h: (h[2], h[1]))
-        learnt = sum(state not in CENSORED_STATES for *_, state in jobs)
+        users = Counter(job.user for job, *_, state in jobs if state not in CENSORED_STATES)
+        learnt = sum(users.values())
         predictor = self.predictor
         if model is not None and isinstance(predictor, Persisting):
             if predictor.load_model(model):
@@ -228,7 +230,7 @@ class ClusterRuntime(Cluster):
                     predictor.name,
                 )
         rebuilding = getattr(predictor, "rebuilding", None)
-        with rebuilding(learnt) if rebuilding is not None else nullcontext():
+        with rebuilding(learnt, users) if rebuilding is not None else nullcontext():
             for job, start, end, state in jobs:
                 self.learn(job, start, end, state)
 

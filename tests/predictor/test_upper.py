@@ -90,3 +90,45 @@ def test_the_policy_adds_an_upper_estimate_only_when_asked_and_never_to_the_orac
     assert not isinstance(Policy().make_predictor(), Bounding)
     oracle = Policy(predictor="oracle", prediction_upper_quantile=0.9)
     assert isinstance(oracle.make_predictor(run_times={"j": 5}), Oracle)
+
+
+def test_a_rebuild_told_each_users_count_keeps_the_same_ratios_and_predicts_only_those():
+    import random
+    from collections import Counter
+
+    rng = random.Random(3)
+    users = [f"u{k}" for k in range(12)]
+    jobs = []
+    for i in range(600):
+        job = mk(f"j{i}", user=rng.choice(users), limit=100_000, submit=i * 100)
+        jobs.append(done(job, rng.randrange(50, 5_000), end=i * 100 + 10_000))
+
+    class Counting(LastTwo):
+        calls = 0
+
+        def predict(self, job, t):
+            Counting.calls += 1
+            return super().predict(job, t)
+
+    def rebuilt(told: bool) -> tuple[UpperQuantile, int]:
+        Counting.calls = 0
+        p = UpperQuantile(Counting(), 0.9, per_user=10, recent=50)
+        counts = Counter(f.job.user for f in jobs) if told else None
+        with p.rebuilding(len(jobs), counts):
+            for f in jobs:
+                p.observe(f)
+        return p, Counting.calls
+
+    (told, asked), (plain, all_asked) = rebuilt(True), rebuilt(False)
+    assert all_asked == 600
+    assert asked < 200  # the 50 latest and each user's 10 latest, overlapping
+    assert list(told.overall_.arrived) == list(plain.overall_.arrived)
+    assert {u: list(r.arrived) for u, r in told.users_.items()} == {
+        u: list(r.arrived) for u, r in plain.users_.items()
+    }
+    probe = mk("x", user="u1", limit=100_000)
+    assert told.upper(probe, 70_000) == plain.upper(probe, 70_000)
+    # Outside a rebuild every job's ratio is worked out again.
+    Counting.calls = 0
+    told.observe(done(mk("late", user="u1", limit=100_000, submit=70_000), 99, end=80_000))
+    assert Counting.calls == 1
