@@ -105,6 +105,8 @@ class ClusterRuntime(Cluster):
         self.observed = 0
         self.stored_model: object | None = None
         """The predictor's fitted model the database holds (stored, or loaded at start)."""
+        self.model_lock = threading.Lock()
+        """Held while the predictor's model is stored (not the dispatches' lock)."""
         self._answer_s = 0.0
         self._fallback_s = 0.0
 

@@ -129,22 +129,24 @@ class ClusterRegistry:
     def store_model(self, runtime: ClusterRuntime) -> None:
         """Store the cluster's predictor's model if it fitted one the database lacks (a
         restart then predicts with it at once). A database error is logged: the model is
-        stored with the next one, or fitted again after a restart."""
-        pending = runtime.model_to_store()
-        if pending is None:
-            return
-        model, data = pending
-        try:
-            with self.sessions.begin() as session:
-                history.save_fitted_model(
-                    session, runtime.cluster_id, runtime.model_name, data, time.time()
+        stored with the next one, or fitted again after a restart. One store at a time per
+        cluster: two finished-job batches at once store a new model once."""
+        with runtime.model_lock:
+            pending = runtime.model_to_store()
+            if pending is None:
+                return
+            model, data = pending
+            try:
+                with self.sessions.begin() as session:
+                    history.save_fitted_model(
+                        session, runtime.cluster_id, runtime.model_name, data, time.time()
+                    )
+            except SQLAlchemyError as exc:
+                log.warning(
+                    "cluster %s: the predictor's new model was not stored: %s", runtime.name, exc
                 )
-        except SQLAlchemyError as exc:
-            log.warning(
-                "cluster %s: the predictor's new model was not stored: %s", runtime.name, exc
-            )
-            return
-        runtime.model_stored(model)
+                return
+            runtime.model_stored(model)
 
     def existing(self, cluster: str) -> ClusterRuntime | None:
         """The cluster's runtime if it was ever written to; reads never create a cluster."""
