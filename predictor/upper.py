@@ -62,21 +62,24 @@ class _Ratios:
 
 
 class _Lookahead:
-    """Where a rebuild stands: jobs still to come, overall and per user."""
+    """Where a rebuild stands: jobs still to come, overall and per user, and how many of
+    the last of each the ratio windows keep."""
 
-    __slots__ = ("left", "users")
+    __slots__ = ("left", "per_user", "recent", "users")
 
-    def __init__(self, count: int, users: dict[str, int]) -> None:
+    def __init__(self, count: int, users: dict[str, int], recent: int, per_user: int) -> None:
         self.left = count
         self.users = users
+        self.recent = recent
+        self.per_user = per_user
 
-    def kept(self, user: str, recent: int, per_user: int) -> bool:
+    def kept(self, user: str) -> bool:
         """Whether the job being observed (of ``user``) is among the ``recent`` last or
         its user's ``per_user`` last, counting it."""
         left, user_left = self.left, self.users.get(user, 0)
         self.left = left - 1
         self.users[user] = user_left - 1
-        return left <= recent or user_left <= per_user
+        return left <= self.recent or user_left <= self.per_user
 
 
 class UpperQuantile(Wrapping):
@@ -130,7 +133,9 @@ class UpperQuantile(Wrapping):
         out: each needs the inner predictor's answer (about 40 µs with a learned model),
         and of a long history only the ``recent`` latest and each user's ``per_user``
         latest are kept. The ratios kept are the same."""
-        self._rebuild = None if users is None else _Lookahead(count, dict(users))
+        self._rebuild = (
+            None if users is None else _Lookahead(count, dict(users), self.recent, self.per_user)
+        )
         try:
             with super().rebuilding(count, users):
                 yield
@@ -139,7 +144,7 @@ class UpperQuantile(Wrapping):
 
     def observe(self, finished: FinishedJob) -> None:
         user = finished.job.user
-        if self._rebuild is not None and not self._rebuild.kept(user, self.recent, self.per_user):
+        if self._rebuild is not None and not self._rebuild.kept(user):
             self.inner.observe(finished)  # its ratio would be dropped before the end
             return
         # What the inner predictor says of the job at its start, before it learns the job.

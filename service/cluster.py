@@ -244,7 +244,7 @@ class ClusterRuntime(Cluster):
 
     def model_to_store(self) -> tuple[object, bytes] | None:
         """The predictor's newest fitted model and its bytes, when the database does not
-        hold it yet (:meth:`model_stored` once it does)."""
+        hold it yet (:attr:`stored_model` once it does)."""
         predictor = self.predictor
         if not isinstance(predictor, Persisting):
             return None
@@ -252,9 +252,6 @@ class ClusterRuntime(Cluster):
         if model is None or model is self.stored_model:
             return None
         return model, predictor.dump_model(model)
-
-    def model_stored(self, model: object) -> None:
-        self.stored_model = model
 
     def close(self) -> None:
         close = getattr(self.predictor, "close", None)

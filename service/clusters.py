@@ -146,7 +146,7 @@ class ClusterRegistry:
                     "cluster %s: the predictor's new model was not stored: %s", runtime.name, exc
                 )
                 return
-            runtime.model_stored(model)
+            runtime.stored_model = model
 
     def existing(self, cluster: str) -> ClusterRuntime | None:
         """The cluster's runtime if it was ever written to; reads never create a cluster."""

@@ -78,14 +78,7 @@ def test_adaboost_is_rebuilt_without_fitting_on_the_way_and_fits_once_after(
     if first.training_ is not None:  # the first service's own fits, in its background
         first.training_.result(timeout=60)
     forget_stored_models(client)  # as before any model was stored: fitted again
-    fitted_on: list[int] = []
-    fit = AdaBoost._fit
-
-    def counting(self, rows, targets, trained_on):
-        fitted_on.append(trained_on)
-        return fit(self, rows, targets, trained_on)
-
-    monkeypatch.setattr(AdaBoost, "_fit", counting)
+    fitted_on = counting_fits(monkeypatch, AdaBoost)
     restarted = make_client(defaults=policy)
     predictor = restarted.app.state.orchestrator.runtime("c1").predictor
     assert predictor.training_ is not None
@@ -94,6 +87,19 @@ def test_adaboost_is_rebuilt_without_fitting_on_the_way_and_fits_once_after(
     # ten jobs on the way (six were due).
     assert fitted_on == [60]
     assert predictor.model_ is not None and predictor.model_.trained_on == 60
+
+
+def counting_fits(monkeypatch, learner: type) -> list[int]:
+    """The ``trained_on`` of each fit ``learner`` makes from now on (it still fits)."""
+    fitted_on: list[int] = []
+    fit = learner._fit
+
+    def counting(self, rows, targets, trained_on):
+        fitted_on.append(trained_on)
+        return fit(self, rows, targets, trained_on)
+
+    monkeypatch.setattr(learner, "_fit", counting)
+    return fitted_on
 
 
 def forget_stored_models(client) -> None:
@@ -149,14 +155,7 @@ def test_a_stored_model_of_other_settings_is_fitted_again(make_client, monkeypat
     client.post(
         "/v1/clusters/c1/jobs/finished", json={"jobs": [finished("late", 0, 9)]}, headers=AUTH
     )
-    fits: list[int] = []
-    fit = QuantileBoost._fit
-
-    def counting(self, rows, targets, trained_on):
-        fits.append(trained_on)
-        return fit(self, rows, targets, trained_on)
-
-    monkeypatch.setattr(QuantileBoost, "_fit", counting)
+    fits = counting_fits(monkeypatch, QuantileBoost)
     # A new release whose predictor fits with other settings than the stored model's.
     settings = QuantileBoost._hyperparameters
     monkeypatch.setattr(
