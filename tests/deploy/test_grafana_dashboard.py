@@ -53,8 +53,8 @@ def test_every_metric_the_dashboard_uses_exists_in_the_code():
         assert names <= known, f"{where}: unknown {names - known}"
         used |= names
     # What the operator watches: latency, fallbacks by reason, queue, starts, extensions,
-    # prediction error, starvation and utilisation, the bridge's cycle time and fallback
-    # state.
+    # prediction error, starvation and utilisation, start guarantees, the bridge's cycle
+    # time and fallback state.
     assert {
         "cpsched_dispatch_seconds_bucket",
         "cpsched_dispatch_deadline_seconds",
@@ -62,6 +62,8 @@ def test_every_metric_the_dashboard_uses_exists_in_the_code():
         "cpsched_queued_jobs",
         "cpsched_longest_wait_seconds",
         "cpsched_utilisation_ratio",
+        "cpsched_guaranteed_jobs",
+        "cpsched_guarantees_broken_total",
         "cpsched_jobs_started_total",
         "cpsched_extensions_total",
         "cpsched_prediction_abs_error_seconds_bucket",
