@@ -9,7 +9,9 @@ perfect predictions would give), one replay at a time, and prints per trace the 
 bounded slowdown, p99 and max wait, and the share of the last-two → oracle gap in mean
 bounded slowdown that each predictor closes:
 ``(bsld(last-two) − bsld(p)) / (bsld(last-two) − bsld(oracle))``. A run whose
-``summary.json`` exists under ``--out`` is not run again (delete its directory to). Replays
+``summary.json`` made with the same policy exists under ``--out`` is not run again (delete
+its directory to; one kept from an earlier sitting with other settings, such as a
+default changed since, is replayed again). Replays
 of the default are deterministic (the CP search is limited by solver work), so what else
 runs on the machine changes only the replay times. ``--jobs N`` replays each trace's first
 N jobs (Curie's first 50,000 at most, as bench/value_over_today.py). ``NAME*K`` is the
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from value_over_today import REPO, TRACE_FILES, TRACES, fmt
+from value_over_today import REPO, TRACE_FILES, TRACES, fmt, made_with
 
 from cpsched.predictor.registry import PREDICTORS
 from cpsched.replay.job_by_job import Waits
@@ -52,13 +54,14 @@ def policy_of(run: str) -> Policy:
 def replay(trace: str, run: str, out: Path, traces: Path, jobs: int | None) -> Path:
     """The directory of ``run``'s replay of ``trace``, replayed unless it is there."""
     target = out / trace / run
-    if (target / "summary.json").exists():
+    policy = policy_of(run)
+    if made_with(target, policy):
         return target
     file, system, most = TRACE_FILES[trace]
     settings = ReplaySettings(
         trace=traces / file,
         out=target,
-        policy=policy_of(run),
+        policy=policy,
         system=REPO / "systems" / system,
         jobs=min(jobs, most) if jobs and most else (jobs or most),
         plots=False,

@@ -17,6 +17,7 @@ a heuristic stopped at the deadline.
     .venv/bin/python bench/service_scale.py [--calls 20] [--deadline 2]
         [--sizes 1000x1000,1000x10000,1000x50000,5000x1000,5000x10000,5000x50000]
         [--dispatchers easy,hcp3] [--postgres] [--idle] [--delta] [--types 8]
+        [--wait-bound S [--wait-bound-depth N]]
 """
 
 from __future__ import annotations
@@ -193,7 +194,10 @@ def run(
     gc.collect()
     gc.freeze()
     work = Path(tempfile.mkdtemp(prefix="cpsched-scale-"))
-    defaults = {"dispatcher": dispatcher, "deadline": args.deadline}
+    defaults: dict[str, object] = {"dispatcher": dispatcher, "deadline": args.deadline}
+    if args.wait_bound is not None:
+        defaults["wait_bound"] = args.wait_bound
+        defaults["wait_bound_depth"] = args.wait_bound_depth
     with (
         local_service(work, database_url=url, token=TOKEN, **defaults) as service,
         httpx.Client(base_url=service.url, timeout=600) as client,
@@ -251,6 +255,20 @@ def main() -> None:
         "--delta", action="store_true", help="After the warm-up, post deltas (/dispatch/delta)."
     )
     parser.add_argument("--idle", action="store_true", help="An empty machine: all startable.")
+    parser.add_argument(
+        "--wait-bound",
+        type=int,
+        help="The policy's wait_bound in seconds (default: the default policy's, none). The "
+        "queued jobs have waited up to 22 h: with 21600 (the bounded policy's) guarantees "
+        "are given and kept on every call.",
+    )
+    parser.add_argument(
+        "--wait-bound-depth",
+        type=int,
+        default=1,
+        help="With --wait-bound: the most jobs holding a guarantee at once (default 1, the "
+        "bounded policy's; 0: no limit).",
+    )
     parser.add_argument(
         "--types", type=int, help="Resource types per node (>= 2): cpu, mem and more."
     )

@@ -6,8 +6,9 @@ replays each trace with each run, one replay at a time (say what else ran on the
 machine), and prints one Markdown table: mean wait, mean bounded slowdown (τ = 10 s),
 p95 and max wait, long-job (> 5 h) mean wait, killed jobs, fallbacks, the replay's wall
 time, and the ratios to ``today`` (EASY on the users' requested times). A replay whose
-``summary.json`` exists under ``--out`` is not run again, so a long table can be built
-over several sittings; delete a run's directory to run it again. ``--cached`` runs nothing
+``summary.json`` made with the same policy exists under ``--out`` is not run again, so a
+long table can be built over several sittings; delete a run's directory to run it again
+(one of other settings is run again). ``--cached`` runs nothing
 and tabulates what is there ("not run" for the rest). A second table compares each run
 with ``today`` job by job (``cpsched.replay.job_by_job``): the share of jobs starting
 earlier, at the same time and later (by more than 1 h, 1 day), p99 and max wait.
@@ -85,15 +86,24 @@ def value(summary: dict[str, object] | None, key: str) -> float | None:
     return node if isinstance(node, int | float) else None
 
 
+def made_with(directory: Path, policy: Policy) -> bool:
+    """Whether the replay in ``directory`` was made with ``policy``: a run kept from an
+    earlier sitting under the same name may be of other settings (a default changed
+    since), and is then replayed again."""
+    try:
+        summary = json.loads((directory / "summary.json").read_text())
+        return Policy.model_validate(summary["settings"]["policy"]) == policy
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def run_directory(trace: str, run: str, out: Path) -> Path | None:
     """Where ``run``'s replay of ``trace`` is under ``out``: its own directory, or that of
     a run with the same policy (a heuristic replay is deterministic); None if not run."""
-    if (out / trace / run / "summary.json").exists():
-        return out / trace / run
     policy = RUNS[run]()
-    for other, make in RUNS.items():
+    for other in (run, *RUNS):
         twin = out / trace / other
-        if other != run and make() == policy and (twin / "summary.json").exists():
+        if made_with(twin, policy):
             return twin
     return None
 

@@ -2,7 +2,7 @@
 
 Jobs are taken in queue order; each starts now if it fits now for its whole duration
 without touching the reservations made so far, else it gets a reservation at the first
-time it fits (:class:`~cpsched.core.profile.Profile`), until ``depth`` jobs hold one.
+time it fits (:func:`~cpsched.core.profile.make_profile`), until ``depth`` jobs hold one.
 The jobs after that start only if they fit now, around every reservation. With
 ``depth = 1`` this is EASY (the list dispatcher's faster code does that case); with
 ``depth`` at least the queue length it is conservative backfilling (Mu'alem and
@@ -17,7 +17,7 @@ from cpsched.core.allocators import Allocator
 from cpsched.core.capacity import FreeCapacity
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Job, Snapshot, Start
-from cpsched.core.profile import Profile
+from cpsched.core.profile import make_profile
 from cpsched.core.reservation import running_releases
 
 
@@ -40,7 +40,7 @@ def backfill_with_depth(
 ) -> Plan:
     """Start and reserve ``queue`` (in priority order) with up to ``depth`` reservations;
     the jobs after the last reservation are tried shortest first if asked (EASY++)."""
-    profile = Profile(
+    profile = make_profile(
         snapshot.time, FreeCapacity.of(snapshot), running_releases(snapshot, durations, [], [])
     )
     starts: list[Start] = []

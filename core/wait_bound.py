@@ -55,7 +55,7 @@ from cpsched.core.capacity import FreeCapacity, after_starts
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Allocation, Decision, Job, Node, Snapshot, Start
-from cpsched.core.profile import Profile
+from cpsched.core.profile import Profile, make_profile
 from cpsched.core.reservation import Release
 from cpsched.core.site_dispatch import eligible_snapshot
 from cpsched.core.state import DispatcherState, Guarantee, RecentWaits
@@ -175,7 +175,7 @@ class WaitBound:
         guarantees = {
             job_id: replace(g) for job_id, g in self.state.guarantees.items() if job_id in eligible
         }  # the others started, went, or are held back by the site
-        profile = Profile(now, FreeCapacity.of(snapshot), limit_releases(snapshot))
+        profile = make_profile(now, FreeCapacity.of(snapshot), limit_releases(snapshot))
         broken_before = self.state.guarantees_broken
         slots, notes = self._witness(profile, guarantees, eligible, snapshot)
         self._compress(profile, guarantees, slots, eligible)

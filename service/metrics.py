@@ -150,7 +150,7 @@ class ServiceMetrics:
         self.guarantees_broken = Counter(
             "cpsched_guarantees_broken_total",
             "Start guarantees that could not be kept (a running job's limit extended, a "
-            "restart); 0 while jobs end by their limits.",
+            "node of the promised slot gone); 0 while jobs end by their limits.",
             ["cluster"],
             registry=r,
         )
