@@ -70,6 +70,13 @@ ReplaySearch = Literal["work", "wall"]
 
 LIMITS: tuple[str, ...] = get_args(LimitPolicy)
 
+WAIT_BOUND_S = 6 * 3600
+"""The default policy's wait bound: a job that has waited 6 h gets a start guarantee
+(docs/wait-bound.md says why 6 h and one guarantee at a time)."""
+
+NO_WAIT_BOUND: dict[str, Any] = {"wait_bound": 0, "wait_bound_depth": 0}
+"""The settings of a policy without start guarantees (today's EASY, easy++, unbounded)."""
+
 DEFAULT_CORRECTION_CAP = 7 * 86400
 """Cap of walltime extensions when neither the policy nor the system sets one: a week."""
 
@@ -80,6 +87,7 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
         "predictor": "wall-time",
         "backfill_order": "queue",
         "overrun": "one-second",
+        **NO_WAIT_BOUND,
     },
     "conservative": {
         "dispatcher": "easy",
@@ -87,15 +95,18 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
         "backfill_order": "queue",
         "backfill_depth": 50,
         "overrun": "one-second",
+        **NO_WAIT_BOUND,
     },
     "easy++": {
         "dispatcher": "easy",
         "predictor": "last-two",
         "backfill_order": "shortest",
         "overrun": "request",
+        **NO_WAIT_BOUND,
     },
     "default": {},
-    "bounded": {"wait_bound": 21600, "wait_bound_depth": 1},
+    "unbounded": NO_WAIT_BOUND,
+    "bounded": {},
     "oracle": {"predictor": "oracle"},
 }
 """Policies by name, each as its settings over the field defaults:
@@ -106,10 +117,12 @@ NAMED_POLICIES: dict[str, dict[str, Any]] = {
   job backfilled first, and an overrunning job expected to run to its limit (Tsafrir,
   Etsion and Feitelson, TPDS 2007);
 * ``default``: what cpsched recommends, the field defaults: HCP3 with easy++'s
-  predictions and correction (docs/value-over-today.md says how it was chosen);
-* ``bounded``: ``default`` keeping a start guarantee for the longest-waiting job once it
-  has waited 6 h (:mod:`cpsched.core.wait_bound`; docs/wait-bound.md): the longest waits
-  near today's, at a cost in mean slowdown and in the p99 wait;
+  predictions and correction (docs/value-over-today.md says how it was chosen), keeping
+  a start guarantee for the longest-waiting job once it has waited 6 h
+  (:mod:`cpsched.core.wait_bound`; docs/wait-bound.md): the longest waits near today's;
+* ``unbounded``: ``default`` without the start guarantees (the default until
+  2026-11-30): more of the mean gain, the longest waits up to several times today's;
+* ``bounded``: the same as ``default`` (its name before the bound became the default);
 * ``oracle``: ``default`` with the trace's real run times, a bound for replays only.
 """
 
@@ -246,14 +259,14 @@ class Policy(BaseModel):
         "deadline x 0.15 units, what an ordinary core does within the deadline.",
     )
     wait_bound: int = Field(
-        0,
+        WAIT_BOUND_S,
         ge=0,
         description="Give each job that has waited this many seconds a start guarantee "
         "(the earliest time it fits, every job at its time limit) that later decisions "
         "keep: a bound on the longest wait (0: none).",
     )
     wait_bound_depth: int = Field(
-        0,
+        1,
         ge=0,
         description="The most jobs holding a start guarantee at once (wait_bound): the "
         "longest-waiting first, the others get theirs as those start (0: no limit).",

@@ -114,15 +114,24 @@ def test_named_policies_start_from_their_settings_and_take_changes():
         Policy.named("x")
 
 
-def test_the_bounded_policy_keeps_guarantees_in_the_dispatcher_and_the_fallback_alike():
+def test_the_default_keeps_guarantees_in_the_dispatcher_and_the_fallback_alike():
     state = DispatcherState()
-    dispatcher, fallback = Policy.named("bounded").make_dispatchers(state=state)
+    dispatcher, fallback = Policy().make_dispatchers(state=state)
     for wrapped in (dispatcher, fallback):
         bound: Any = wrapped
         assert isinstance(bound, WaitBound)
         assert (bound.after, bound.depth, bound.state) == (21600, 1, state)
         assert bound.overdue_quantile is None
-    assert not isinstance(Policy().make_dispatcher(), WaitBound)  # the default has none
+    assert Policy.named("bounded") == Policy()  # its name before it became the default
+
+
+@pytest.mark.parametrize("name", ["today", "conservative", "easy++", "unbounded"])
+def test_todays_easy_easy_plus_plus_and_unbounded_give_no_guarantees(name: str):
+    policy = Policy.named(name)
+    assert (policy.wait_bound, policy.wait_bound_depth) == (0, 0)
+    dispatcher, fallback = policy.make_dispatchers()
+    assert not isinstance(dispatcher, WaitBound) and not isinstance(fallback, WaitBound)
+    assert Policy.named("unbounded") == Policy(wait_bound=0, wait_bound_depth=0)
 
 
 def test_the_policys_fallback_is_bounded_by_its_depth():
@@ -135,9 +144,10 @@ def test_the_default_policy_builds_one_fallback_with_every_setting():
     state = DispatcherState()
     dispatcher, fallback = Policy().make_dispatchers(state=state)
     cp: Any = dispatcher
-    easy: Any = fallback
+    bounded_easy: Any = fallback
+    easy = bounded_easy.inner  # the wait bound wraps both, keeping one set of guarantees
     # One object: what the CP dispatcher answers and fills with is what the service answers.
-    assert cp.fallback is fallback
+    assert cp.fallback is easy
     assert (easy.name, easy.max_jobs, easy.shortest_backfilled_first) == ("easy", 500, True)
     assert easy.plan is True  # the service shows what the answer plans
     assert Policy().make_dispatchers(plan=False)[1].plan is False  # type: ignore[attr-defined]
@@ -153,7 +163,8 @@ def test_a_corrected_fallback_wraps_the_same_object_the_cp_dispatcher_holds():
     dispatcher, fallback = Policy(correction="simple").make_dispatchers()
     cp: Any = dispatcher
     corrected: Any = fallback
-    assert corrected.inner is cp.inner.fallback  # the service's answers get extensions
+    # The service's answers get extensions (the wait bound sits between).
+    assert corrected.inner.inner is cp.inner.fallback
 
 
 def test_make_dispatcher_searches_with_the_products_defaults():

@@ -323,6 +323,29 @@ def test_job_info_gives_the_start_guarantee_and_the_decisions_keep_it(make_clien
     assert 'cpsched_guarantees_broken_total{cluster="c1"} 0.0' in metrics
 
 
+def test_the_default_policy_guarantees_the_longest_waiting_job_once_it_has_waited_6_h(client):
+    # No wait_bound in the configuration: the default's 6 h, one job at a time. Both
+    # nodes are busy until 30,950 s by their limits; q1 and q2 need both and have waited
+    # 7 h and 6.5 h, q3 1 h.
+    nodes = [node("n1"), node("n2")]
+    r1 = {**job("r1", units=4, limit=600), "start": 29_900, "allocation": {"n1": 4}}
+    r2 = {**job("r2", units=4, limit=1000), "start": 29_950, "allocation": {"n2": 4}}
+    queued = [
+        job("q1", submit=30_000 - 7 * 3600, units=8),
+        job("q2", submit=30_000 - 13 * 1800, units=8),
+        job("q3", submit=30_000 - 3600, units=8),
+    ]
+    body = snapshot(time=30_000, nodes=nodes, running=[r1, r2], queued=queued)
+    answer = dispatch(client, body).json()
+    assert answer["diagnostics"]["guaranteed"] == 1
+
+    def guaranteed(job_id: str) -> int | None:
+        info = client.get(f"/v1/clusters/c1/jobs/{job_id}", headers=AUTH).json()
+        return info["pending"]["guaranteed_start"]
+
+    assert [guaranteed(j) for j in ("q1", "q2", "q3")] == [30_950, None, None]
+
+
 def test_start_guarantees_survive_a_restart_of_the_service(make_client):
     # As above: q1 is guaranteed a start at 1,100. The service restarts (a new app on the
     # same database) and r1's limit is then extended by 100 s: the service still knows
