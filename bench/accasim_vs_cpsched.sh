@@ -53,7 +53,7 @@ echo "AccaSim replay of $(basename "$trace") ..." >&2
     || { cat "$work/accasim.log" >&2; die "AccaSim replay failed"; }
 echo "cpsched replay ..." >&2
 /usr/bin/time -v -o "$work/cpsched.time" "$cpsched" replay "$trace" --dispatcher easy \
-    --allocator first-fit --predictor wall-time --wait-bound 0 --out "$work/cpsched" >"$work/cpsched.log" 2>&1 \
+    --allocator first-fit --predictor wall-time --wait-bound 0 --wait-bound-depth 0 --out "$work/cpsched" >"$work/cpsched.log" 2>&1 \
     || { cat "$work/cpsched.log" >&2; die "cpsched replay failed"; }
 
 # Any Python reads the results; the venv's is the one sure to be here.

@@ -23,9 +23,14 @@ from pathlib import Path
 
 from cpsched.replay.runner import ReplaySettings, resolve_system, simulate
 from cpsched.replay.swf import TraceJob, read_swf
-from cpsched.runtime.policy import Policy
+from cpsched.runtime.policy import NO_WAIT_BOUND, Policy
 
-EASY_FIRST_FIT = {"dispatcher": "easy", "allocator": "first-fit", "predictor": "wall-time"}
+EASY_FIRST_FIT = {
+    "dispatcher": "easy",
+    "allocator": "first-fit",
+    "predictor": "wall-time",
+    **NO_WAIT_BOUND,
+}
 
 
 def bare_fcfs(trace: Sequence[TraceJob], processors: int) -> int:

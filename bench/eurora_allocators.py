@@ -34,7 +34,7 @@ from cpsched.replay.metrics import job_metrics, summarise, warmup_count
 from cpsched.replay.results import ReplayResult
 from cpsched.replay.runner import ReplaySettings, simulate
 from cpsched.replay.system import load_system
-from cpsched.runtime.policy import Policy
+from cpsched.runtime.policy import NO_WAIT_BOUND, Policy
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM = REPO / "systems" / "eurora.toml"
@@ -80,7 +80,12 @@ def replay_month(
                 out=out,
                 system=SYSTEM,
                 policy=Policy.parse(
-                    {"dispatcher": scheduler, "allocator": allocator, "predictor": predictor}
+                    {
+                        "dispatcher": scheduler,
+                        "allocator": allocator,
+                        "predictor": predictor,
+                        **NO_WAIT_BOUND,  # the allocators compared as measured, unbounded
+                    }
                 ),
                 plots=False,
             )

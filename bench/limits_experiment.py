@@ -38,7 +38,7 @@ from pathlib import Path
 
 from cpsched.replay.metrics import summarise
 from cpsched.replay.runner import ReplaySettings, simulate
-from cpsched.runtime.policy import Policy
+from cpsched.runtime.policy import NO_WAIT_BOUND, Policy
 
 RUNS = {
     "requested": {"limits": "requested", "correction": "off"},
@@ -65,7 +65,9 @@ def main() -> None:
         trace=args.trace,
         out=Path("unused"),
         system=args.system,
-        policy=Policy.parse({"dispatcher": args.dispatcher, "predictor": args.predictor}),
+        policy=Policy.parse(
+            {"dispatcher": args.dispatcher, "predictor": args.predictor, **NO_WAIT_BOUND}
+        ),
         jobs=args.jobs,
     )
     runs = [replace(base, policy=base.policy.but(**options)) for options in RUNS.values()]

@@ -258,9 +258,9 @@ def main() -> None:
     parser.add_argument(
         "--wait-bound",
         type=int,
-        help="The policy's wait_bound in seconds (default: the default policy's, none). The "
-        "queued jobs have waited up to 22 h: with 21600 (the bounded policy's) guarantees "
-        "are given and kept on every call.",
+        help="The policy's wait_bound in seconds (default: the default policy's, 6 h, one "
+        "job at a time; 0: none). The queued jobs have waited up to 22 h, so guarantees are "
+        "given and kept on every call.",
     )
     parser.add_argument(
         "--wait-bound-depth",

@@ -156,7 +156,7 @@ SAID = {
 def describe(policy: Policy) -> str:
     """What ``policy`` is, in words: its dispatcher, what it plans with, how it
     backfills and bounds waits, then any other setting that differs from the default's
-    (``default``: "HCP3 (constraint programming) on the users' last two run times")."""
+    (``unbounded``: "HCP3 (constraint programming) on the users' last two run times")."""
     dispatcher = DISPATCHER_NAMES.get(policy.dispatcher, policy.dispatcher)
     if policy.dispatcher == "easy" and policy.backfill_depth > 1:
         dispatcher = f"conservative backfilling ({policy.backfill_depth} reservations)"

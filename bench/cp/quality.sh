@@ -15,7 +15,7 @@ for d in ${DISPATCHERS:-easy hcp3 pcp3 pcp20}; do
     start=$(date +%s)
     # shellcheck disable=SC2086  # $prefix is empty or two words
     nice -n "${NICE:-19}" .venv/bin/cpsched replay "$trace" --out "$out/$d" --dispatcher "$d" \
-        --allocator best-fit --predictor last-two $prefix \
+        --allocator best-fit --predictor last-two --wait-bound 0 --wait-bound-depth 0 $prefix \
         --cp-deadline 0.2 --cp-limit "${CP_LIMIT:-0.05}" --cp-patience "${CP_PATIENCE:-2}" \
         --no-plots "$@"
     echo "$d $(( $(date +%s) - start )) s" >> "$out/wall.txt"

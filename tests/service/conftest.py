@@ -55,6 +55,7 @@ def settings_for(database_url: str, **overrides: Any) -> Any:
         "max_body_bytes": 200_000,
         # These tests check the service, not the dispatcher: EASY keeps their decisions
         # checkable by hand (test_default_policy_answers_with_hcp3 covers the default).
+        # The default's wait bound stays: only jobs that have waited 6 h get a guarantee.
         "defaults": {"dispatcher": "easy", **overrides.pop("defaults", {})},
     }
     base.update(overrides)
