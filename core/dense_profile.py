@@ -55,7 +55,7 @@ class DenseProfile(ProfileBase):
         return now
 
     def _nodes_window(self, nodes: list[int], first: int, last: int) -> Steps:
-        window: Steps = self._free[first:last].min(axis=0)[nodes]
+        window: Steps = self._free[first:last, nodes].min(axis=0)  # those nodes only
         return window
 
     def _split(self, k: int, time: int) -> None:
