@@ -33,6 +33,11 @@ from cpsched.errors import ConfigError
 
 Order = Callable[[Sequence[Job], Durations], list[Job]]
 
+REFILTER_AHEAD = 256
+"""After each backfilled start, EASY checks this many of the next candidates against what
+is left free (in C), and the others as its scan reaches them, this many at a time: a job
+that no longer fits costs no Python step, and a start costs no pass over a long queue."""
+
 
 def by_submission(queue: Sequence[Job], durations: Durations) -> list[Job]:
     return list(queue)  # a snapshot's queue is in submission order already
@@ -220,7 +225,11 @@ class ListDispatcher:
                 candidates, durations, free, reservation, reservation.time - now
             )
         k = 0
+        fresh = len(candidates)  # candidates[k:fresh] are checked against free.total as it is
         while k < len(candidates):
+            if k == fresh:
+                fresh = refilter(candidates, k, k + REFILTER_AHEAD, free.total)
+                continue
             job = candidates[k]
             k += 1
             if stop is not None and stop():
@@ -246,8 +255,18 @@ class ListDispatcher:
             starts.append(Start(job.id, allocation))
             # What is free shrank: the jobs it no longer covers are out for this call
             # (a long queue's rest, once the free cores are taken, costs no step each).
-            candidates[k:] = within(candidates[k:], free.total)
+            # Only the next few are checked now, the rest when the scan reaches them: a
+            # check of the whole rest per start cost 13 ms a start on 50,000 jobs.
+            fresh = refilter(candidates, k, min(fresh, k + REFILTER_AHEAD), free.total)
         return None if reservation is None else {head.id: reservation.time}
+
+
+def refilter(candidates: list[Job], first: int, last: int, total: Sequence[int]) -> int:
+    """Drop from ``candidates[first:last]`` the jobs ``total`` no longer covers, in place;
+    where that stretch now ends."""
+    kept = within(candidates[first:last], total)
+    candidates[first:last] = kept
+    return first + len(kept)
 
 
 def within(jobs: list[Job], total: Sequence[int]) -> list[Job]:

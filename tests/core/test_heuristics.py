@@ -1,6 +1,8 @@
 """Hand-checked decisions of FCFS, SJF, LJF and EASY on small clusters."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cpsched.core import check_decision, make_dispatcher
 from cpsched.errors import UnknownPolicyError
@@ -188,3 +190,34 @@ def test_easy_stopped_during_its_backfill_keeps_the_starts_made_so_far():
     decision = dispatcher.decide(snap, limits_as_durations(snap))
     check_decision(snap, decision)
     assert started(decision) == ["a"] and decision.diagnostics.partial
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    busy=st.lists(st.tuples(st.integers(1, 4), st.integers(1, 100)), max_size=6),
+    queue=st.lists(st.tuples(st.integers(1, 8), st.integers(1, 200)), min_size=2, max_size=40),
+    shortest=st.booleans(),
+)
+def test_easy_checks_candidates_a_few_at_a_time_with_the_same_decisions(busy, queue, shortest):
+    """EASY's backfill drops the candidates that no longer fit a few at a time
+    (``REFILTER_AHEAD``) instead of the whole rest after each start: the same starts."""
+    from cpsched.core import heuristics
+
+    machine = nodes(4, 4, 4, 4)
+    run, node = [], 0
+    for k, (cores, left) in enumerate(busy):
+        if node < len(machine):
+            run.append(running(job(f"r{k}", units=cores, limit=left), 0, [(node, cores)]))
+            node += 1
+    jobs = [
+        job(f"q{k}", submit=k, units=cores, limit=limit) for k, (cores, limit) in enumerate(queue)
+    ]
+    snap = snapshot(1, machine, run, jobs)
+    order = "shortest" if shortest else "queue"
+    decisions = []
+    for ahead in (1, 3, 10**6):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(heuristics, "REFILTER_AHEAD", ahead)
+            easy = make_dispatcher("easy", "first-fit", backfill_order=order)
+            decisions.append(easy.decide(snap, limits_as_durations(snap)))
+    assert decisions[0].starts == decisions[1].starts == decisions[2].starts
