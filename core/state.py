@@ -11,9 +11,8 @@ whether a decision is valid (the validator checks every decision on its own).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from cpsched.core.allocators_hetero import PriorityCounters
 
@@ -38,6 +37,30 @@ class PhaseTimings:
     fallback_s: float = 0.0
     """The fallback heuristic's time on the latest call (not decaying: read by the
     caller, which keeps that much aside in case it must answer with the fallback)."""
+    wait_bound_after_s: float = 0.0
+    """The wait bound's work after its wrapped dispatcher returns (checking its starts
+    against the witness, filling what they leave), kept from that dispatcher's time."""
+
+
+class Deadline(Protocol):
+    """The caller's deadline for one call, read through the caller's own clock: the
+    dispatch core reads none."""
+
+    def left(self) -> float:
+        """Seconds before it (negative once it has passed)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """``deadline`` less ``by`` seconds: what a wrapper gives the dispatcher it wraps,
+    keeping time for its own work after that dispatcher returns."""
+
+    deadline: Deadline
+    by: float
+
+    def left(self) -> float:
+        return self.deadline.left() - self.by
 
 
 RECENT_WAITS = 2000
@@ -121,12 +144,11 @@ class DispatcherState:
     guarantees_broken: int = 0
     """Promises that could not be kept (a running job's limit was extended, or the state
     was lost): each then moved to the earliest time the job can still be given."""
-    time_left_s: float | None = None
-    """CP dispatchers: the seconds the next call may take when its caller has less to give
-    than ``SearchConfig.deadline`` (the service has spent part of it reading the request
-    and keeps some for answering); None: the configured deadline. Set before each call."""
-    stop: Callable[[], bool] | None = None
-    """The heuristics (EASY, FCFS..., the fallback): asked between jobs; once it returns
-    True the call returns the starts made so far, marked partial (``Diagnostics.partial``).
-    The caller's deadline, as a callable it sets before each call (the core reads no
-    clock); None: every call runs to its end (replays: the same decision every time)."""
+    deadline: Deadline | None = None
+    """The caller's deadline for the next call, set before each call; None: every call
+    runs to its end (replays: the same decision every time). A CP dispatcher searches
+    for the time it leaves (the service has spent part of it reading the request and
+    keeps some for answering); a heuristic (EASY, FCFS..., the fallback) looks at it
+    between jobs and, once it has passed, returns the starts made so far, marked partial
+    (``Diagnostics.partial``); a wrapper that works after its dispatcher returns gives it
+    an :class:`Earlier` one."""

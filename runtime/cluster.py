@@ -9,11 +9,11 @@ differs between the two is only where snapshots come from and where decisions go
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.registry import is_cp
-from cpsched.core.state import DispatcherState
+from cpsched.core.state import Deadline, DispatcherState
 from cpsched.predictor.base import Predictor
 from cpsched.runtime.durations import DurationBook
 from cpsched.runtime.gc_pause import decide_paused
@@ -44,20 +44,14 @@ class Cluster:
         dispatchers'); the heuristics take microseconds, and a replay calls them hundreds
         of thousands of times, where the pause itself cost 6% of the replay."""
 
-    def decide(
-        self,
-        snapshot: Snapshot,
-        time_left: float | None = None,
-        stop: Callable[[], bool] | None = None,
-    ) -> Decision:
+    def decide(self, snapshot: Snapshot, deadline: Deadline | None = None) -> Decision:
         """The dispatcher's decision on ``snapshot`` with the book's durations, those of
         jobs that outlived their predictions corrected first (for a CP dispatcher, with the
-        garbage collector held off meanwhile). ``time_left``: the seconds a CP dispatcher
-        may take this time, when less than its deadline; ``stop``: when a heuristic must
-        return what it has (the service's deadline; a replay gives none)."""
+        garbage collector held off meanwhile). ``deadline``: when the answer is due (the
+        service's: a CP dispatcher searches for the time it leaves, a heuristic returns
+        what it has once it has passed); a replay gives none."""
         if self.dispatcher_state is not None:
-            self.dispatcher_state.time_left_s = time_left
-            self.dispatcher_state.stop = stop
+            self.dispatcher_state.deadline = deadline
         self.book.correct(snapshot.time)
         if self.pause_collector:
             return decide_paused(self.dispatcher, snapshot, self.book.durations)
@@ -78,11 +72,11 @@ class Cluster:
         if schedule is not None:
             schedule.ended(job_id, start, end)
 
-    def decide_by_fallback(self, snapshot: Snapshot, stop: Callable[[], bool]) -> Decision:
+    def decide_by_fallback(self, snapshot: Snapshot, deadline: Deadline) -> Decision:
         """The fallback's decision (the service's, when the dispatcher could not answer
-        in time), returning what it has once ``stop`` says so."""
+        in time), returning what it has once ``deadline`` has passed."""
         if self.fallback is None:
             raise ValueError("this cluster has no fallback")
         if self.dispatcher_state is not None:
-            self.dispatcher_state.stop = stop
+            self.dispatcher_state.deadline = deadline
         return self.fallback.decide(snapshot, self.book.durations)

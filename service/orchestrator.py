@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from cpsched.core import Decision, Snapshot, decision_violations
 from cpsched.runtime.codec import to_snapshot
 from cpsched.runtime.codec_decision import to_decision_out
+from cpsched.runtime.deadline import ClockDeadline
 from cpsched.runtime.gc_pause import collector_paused, freeze_after_calls
 from cpsched.service import reads
 from cpsched.service.cluster import ClusterRuntime
@@ -354,9 +355,8 @@ class Orchestrator:
                 runtime.policy.deadline,
             )
         else:
-            due = began + time_left
             future = self.executor.submit(
-                runtime.decide, snapshot, time_left, lambda: time.perf_counter() >= due
+                runtime.decide, snapshot, ClockDeadline(began + time_left)
             )
             try:
                 # A CP dispatcher answers by ``time_left`` itself (its own fallback when
@@ -392,7 +392,7 @@ class Orchestrator:
         # reading the request took (nearly) all of it, it still has half a deadline, so
         # that every call starts something however large the cluster.
         stop_at = max(decide_by, fell_back + runtime.policy.deadline * FALLBACK_FLOOR)
-        fallback = runtime.decide_by_fallback(snapshot, lambda: time.perf_counter() >= stop_at)
+        fallback = runtime.decide_by_fallback(snapshot, ClockDeadline(stop_at))
         runtime.learn_fallback(time.perf_counter() - fell_back)
         solve_s = time.perf_counter() - began
         self.metrics.fallbacks.labels(runtime.name, reason).inc()

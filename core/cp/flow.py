@@ -144,7 +144,8 @@ class CPDispatcher:
         call can still overrun by at most the length of the phase under way (hooks check
         inside their long loops to keep that short).
         """
-        budget = Budget(self.search, self.clock, self.state.time_left_s)
+        deadline = self.state.deadline
+        budget = Budget(self.search, self.clock, None if deadline is None else deadline.left())
         heuristic = self.fallback.decide(snapshot, durations)
         budget.mark("fallback")
         self.state.timings.fallback_s = budget.last("fallback")

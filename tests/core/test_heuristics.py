@@ -145,15 +145,17 @@ def test_a_queue_depth_bounds_the_jobs_easy_considers():
     assert shallow.planned == {"h": 100}
 
 
-def stop_after(calls: int):
-    """A deadline that comes at the ``calls``-th time it is asked (as a clock would)."""
-    asked = [0]
+class PassesAfter:
+    """A deadline that has passed from the ``asks + 1``-th time it is asked (as a clock
+    would, one job after another)."""
 
-    def stop() -> bool:
-        asked[0] += 1
-        return asked[0] > calls
+    def __init__(self, asks: int) -> None:
+        self.asks = asks
+        self.asked = 0
 
-    return stop
+    def left(self) -> float:
+        self.asked += 1
+        return 1.0 if self.asked <= self.asks else -1.0
 
 
 @pytest.mark.parametrize("name", ["fcfs", "easy"])
@@ -164,13 +166,13 @@ def test_a_heuristic_returns_what_it_has_when_its_deadline_comes(name):
     snap = snapshot(0, nodes(4, 4), queue=queue)
     state = DispatcherState()
     dispatcher = make_dispatcher(name, "first-fit", state=state)
-    state.stop = stop_after(3)
+    state.deadline = PassesAfter(3)
     decision = dispatcher.decide(snap, limits_as_durations(snap))
     check_decision(snap, decision)
     assert started(decision) == ["j0", "j1", "j2"]  # the jobs looked at before it came
     assert decision.diagnostics.partial
     assert "stopped at the deadline after 3 of 6 queued jobs" in decision.diagnostics.notes
-    state.stop = None  # no deadline: the whole queue
+    state.deadline = None  # no deadline: the whole queue
     whole = dispatcher.decide(snap, limits_as_durations(snap))
     assert len(whole.starts) == 6 and not whole.diagnostics.partial
 
@@ -186,7 +188,7 @@ def test_easy_stopped_during_its_backfill_keeps_the_starts_made_so_far():
     state = DispatcherState()
     dispatcher = make_dispatcher("easy", "first-fit", state=state)
     # Asked before h (1), before the reservation (2), before a (3), before b: it stops.
-    state.stop = stop_after(3)
+    state.deadline = PassesAfter(3)
     decision = dispatcher.decide(snap, limits_as_durations(snap))
     check_decision(snap, decision)
     assert started(decision) == ["a"] and decision.diagnostics.partial

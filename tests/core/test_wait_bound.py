@@ -15,9 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpsched.core import Job, RunningJob, wait_bound
-from cpsched.core.problem import Node
+from cpsched.core.allocators import FirstFit
+from cpsched.core.problem import Decision, Diagnostics, Node, Start
 from cpsched.core.registry import make_dispatcher
-from cpsched.core.state import FEWEST_WAITS, REFRESH_EVERY, DispatcherState, RecentWaits
+from cpsched.core.state import (
+    FEWEST_WAITS,
+    REFRESH_EVERY,
+    DispatcherState,
+    Earlier,
+    RecentWaits,
+)
 from cpsched.core.validate import check_decision
 from tests.core.random_jobs import jobs_strategy, trace_of
 from tests.factories import job, nodes, snapshot
@@ -207,3 +214,74 @@ def test_the_witness_follows_its_nodes_by_name_when_the_node_list_changes():
     check_decision(snapshot(30, only_b, left, queue), decision)
     assert state.guarantees["j1"].placement == (("b", 4),)
     assert (state.guarantees["j1"].start_by, state.guarantees_broken) == (200, 1)
+
+
+class Ticking:
+    """A deadline whose clock moves ``tick`` seconds each time it is read."""
+
+    def __init__(self, left: float, tick: float = 0.01) -> None:
+        self.remaining = left
+        self.tick = tick
+
+    def left(self) -> float:
+        self.remaining -= self.tick
+        return self.remaining
+
+
+class Deciding:
+    """An inner dispatcher that starts ``long`` on node 1 (past the guaranteed job's
+    witness start at its limit, so the bound leaves it out) and notes its deadline."""
+
+    name = "fixed"
+
+    def __init__(self, state: DispatcherState) -> None:
+        self.state = state
+        self.seen: list[object] = []
+
+    def decide(self, snap, durations):
+        self.seen.append(self.state.deadline)
+        return Decision(starts=(Start("long", ((1, 1),)),), diagnostics=Diagnostics("fixed"))
+
+
+def bounded_around(state: DispatcherState) -> tuple[wait_bound.WaitBound, Deciding, object]:
+    """j0 holds node 0 until 100; j1 (both nodes) is guaranteed 100; node 1 is free now."""
+    inner = Deciding(state)
+    bound = wait_bound.WaitBound(
+        inner, FirstFit(), state, wait_bound.BoundSettings(after=1, depth=1)
+    )
+    run = [RunningJob(job("j0", units=4), 0, 100, ((0, 4),))]
+    queue = [
+        job("j1", submit=1, units=8),
+        job("long", submit=2, limit=1000),
+        job("short", submit=3, limit=50),
+    ]
+    return bound, inner, snapshot(10, MACHINE, run, queue)
+
+
+def test_the_wrapped_dispatcher_gets_a_deadline_that_keeps_time_for_the_work_after_it():
+    state = DispatcherState()
+    bound, inner, snap = bounded_around(state)
+    durations = {"j0": 100, "j1": 100, "long": 1000, "short": 50}
+    caller = Ticking(0.2)
+    state.deadline = caller
+    first = bound.decide(snap, durations)
+    assert [s.job_id for s in first.starts] == ["short"]  # long left out, short filled in
+    assert state.deadline is caller  # given back once the wrapped dispatcher returned
+    kept = state.timings.wait_bound_after_s
+    assert kept > 0  # the clock moved while the starts were checked and filled
+    state.deadline = caller = Ticking(0.2)
+    bound.decide(snap, durations)
+    earlier = inner.seen[-1]
+    assert isinstance(earlier, Earlier) and earlier.deadline is caller
+    assert earlier.by == wait_bound.AFTER_KEEP * kept
+
+
+def test_once_the_deadline_has_passed_the_bound_fills_nothing_more():
+    state = DispatcherState()
+    bound, _, snap = bounded_around(state)
+    durations = {"j0": 100, "j1": 100, "long": 1000, "short": 50}
+    state.deadline = Ticking(-1.0, tick=0)
+    decision = bound.decide(snap, durations)
+    check_decision(snap, decision)
+    assert decision.starts == ()  # long broke the witness; short was not offered in time
+    assert state.guarantees["j1"].start_by == 100  # the promise is made all the same
