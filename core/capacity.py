@@ -7,7 +7,7 @@ costs what it touches, not the machine's size.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import compress, count
 from operator import is_not, itemgetter
@@ -169,6 +169,21 @@ class FreeCapacity:
         return FreeCapacity(
             self._rows, self.total, self.capacity_total, self.nodes, later=self.later
         )
+
+    def with_rows(self, changed: Mapping[int, Amounts], total: Sequence[int]) -> FreeCapacity:
+        """A copy with the rows of the nodes in ``changed`` replaced, and ``total``; it
+        shares the other rows, and takes a copy of this one's node index (when built)
+        with those nodes moved, so that a large machine's index is built once."""
+        copy = FreeCapacity(self._rows, total, self.capacity_total, self.nodes, later=self.later)
+        rows = copy._rows
+        index = self.index(build=False)
+        if index is not None:
+            nodes = list(changed)
+            copy._index = index.copy()
+            copy._index.moved(nodes, [rows[node] for node in nodes], list(changed.values()))
+        for node, row in changed.items():
+            rows[node] = row
+        return copy
 
     def clamp_to(self, other: FreeCapacity) -> FreeCapacity:
         """Element-wise minimum with ``other``: what is free here *and* there."""

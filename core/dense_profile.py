@@ -16,7 +16,7 @@ import numpy as np
 
 from cpsched.core.capacity import FreeCapacity
 from cpsched.core.problem import Allocation, Job
-from cpsched.core.profile_base import ProfileBase, Steps
+from cpsched.core.profile_base import ProfileBase, Steps, rows_array
 from cpsched.core.reservation import Release
 
 
@@ -33,9 +33,11 @@ class DenseProfile(ProfileBase):
                 self.times.append(end)
             step_of.append(len(self.times) - 1)
         delta = np.zeros((len(self.times), len(rows), types), dtype=np.int64)
-        delta[0] = np.array(rows, dtype=np.int64).reshape(len(rows), types)
+        delta[0] = rows_array(rows, types)
         for step, (_, allocation, job) in zip(step_of, ordered, strict=True):
             given = delta[step]
+            if step == 0:  # due by now: free now, beyond what the capacity given says
+                self._touched.update(node for node, _ in allocation)
             if job.exclusive and self._nodes is not None:
                 for node, _ in allocation:  # an exclusive job gives back its nodes whole
                     given[node] += self._nodes[node].capacity
@@ -70,6 +72,7 @@ class DenseProfile(ProfileBase):
         after = bisect_left(self.times, time + duration, lo=at + 1)
         spanned = self._free[at:after]
         nodes = [node for node, _ in allocation]
+        self._touched.update(nodes)
         if job.exclusive and self._nodes is not None:
             whole = np.array([self._nodes[node].capacity for node in nodes], dtype=np.int64)
             spanned[:, nodes] += whole
@@ -85,6 +88,7 @@ class DenseProfile(ProfileBase):
         after, _ = self._end_step(at, duration)
         spanned = self._free[at:after]
         nodes = [node for node, _ in allocation]
+        self._touched.update(nodes)
         if job.exclusive and self._nodes is not None:
             # An exclusive job takes its nodes whole: all that is free on them.
             whole = np.maximum(spanned[:, nodes], 0)

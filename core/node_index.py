@@ -77,6 +77,11 @@ class NodeIndex:
                 nodes.append(node)
         return cls(buckets)
 
+    def copy(self) -> NodeIndex:
+        """An index of the same rows that changes apart from this one (the lists copied
+        in C: 50,000 nodes in a few buckets take a fraction of a millisecond)."""
+        return NodeIndex({row: nodes.copy() for row, nodes in self.buckets.items()})
+
     def moved(
         self, nodes: Sequence[int], before: Sequence[Amounts], after: Sequence[Amounts]
     ) -> None:

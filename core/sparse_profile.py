@@ -20,7 +20,7 @@ import numpy as np
 
 from cpsched.core.capacity import FreeCapacity
 from cpsched.core.problem import Allocation, Job
-from cpsched.core.profile_base import ProfileBase, Steps
+from cpsched.core.profile_base import ProfileBase, Steps, rows_array
 from cpsched.core.reservation import Release
 
 
@@ -39,7 +39,7 @@ class SparseProfile(ProfileBase):
     def __init__(self, now: int, free: FreeCapacity, releases: list[Release]) -> None:
         super().__init__(now, free)
         rows, types = free.rows(), len(free.capacity_total)
-        base = np.array(rows, dtype=np.int64).reshape(len(rows), types)
+        base = rows_array(rows, types)
         # What each release gives back, node by node, at its end (now at the earliest).
         at: list[int] = []
         node_of: list[int] = []
@@ -53,8 +53,9 @@ class SparseProfile(ProfileBase):
             else:
                 amounts = [(node, _amounts(job, units, types)) for node, units in allocation]
             for node, amount in amounts:
-                if end <= now:
+                if end <= now:  # due by now: free now, beyond what the capacity given says
                     base[node] += amount
+                    self._touched.add(node)
                 else:
                     at.append(end)
                     node_of.append(node)
@@ -95,7 +96,7 @@ class SparseProfile(ProfileBase):
             ids.remove(found)
             del self._rects[found]
             self._total[at:after] += amount
-        self._changed()
+        self._changed(allocation)
 
     def take(self, at: int, duration: int, allocation: Allocation, job: Job) -> None:
         """``job`` runs on ``allocation`` from step ``at`` for ``duration`` seconds (an
@@ -107,9 +108,10 @@ class SparseProfile(ProfileBase):
             self._on_node.setdefault(node, []).append(self._next_rect)
             self._next_rect += 1
             self._total[at:after] -= amount
-        self._changed()
+        self._changed(allocation)
 
-    def _changed(self) -> None:
+    def _changed(self, allocation: Allocation) -> None:
+        self._touched.update(node for node, _ in allocation)
         self._now_free = None
         self._arrays = None
 

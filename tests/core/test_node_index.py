@@ -83,3 +83,20 @@ def test_no_index_for_nodes_that_all_differ():
     rows = [(n, 0) for n in range(64)]
     assert NodeIndex.of(rows) is None
     assert NodeIndex.of([(1, 0)] * 64) is not None
+
+
+def test_a_copy_with_rows_replaced_keeps_its_own_index_in_step() -> None:
+    """``FreeCapacity.with_rows``: the copy's index is that of its rows, and the original
+    (its rows and its index) is left as it was, also after the copy takes a job."""
+    from tests.factories import job
+
+    rows = [(4, 1)] * 30 + [(2, 0)] * 10
+    free = FreeCapacity(rows, [140, 30], (140, 30))
+    index = free.index()
+    assert index is not None
+    copy = free.with_rows({0: (1, 0), 33: (4, 1), 5: (4, 1)}, [139, 30])
+    assert copy.rows()[:2] == [(1, 0), (4, 1)] and copy.rows()[33] == (4, 1)
+    assert copy.index(build=False).buckets == NodeIndex.of(copy.rows()).buckets
+    copy.take(((1, 2),), job("j", units=2, unit=(1, 0)))
+    assert copy.index(build=False).buckets == NodeIndex.of(copy.rows()).buckets
+    assert free.rows() == rows and free.index(build=False).buckets == NodeIndex.of(rows).buckets

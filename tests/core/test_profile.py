@@ -4,6 +4,7 @@ every question, whatever jobs are taken and given back."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from hypothesis import given, settings
@@ -107,6 +108,19 @@ def test_the_sparse_profile_answers_as_the_dense_one(case: Any, allocator_name: 
             dense.give(time, held_for, allocation, held)
         assert sparse.times == dense.times
         assert sparse._total.tolist() == dense._total.tolist()
+        for profile in (sparse, dense):
+            assert_capacity_now_is_the_window(profile, duration)
+
+
+def assert_capacity_now_is_the_window(profile: Any, duration: int) -> None:
+    """What a placement from now sees (what was free when the profile was made, the
+    nodes changed since replaced) is what the window from now has free, node by node."""
+    last = bisect_left(profile.times, profile.times[0] + duration, lo=1)
+    window = profile._window(0, last)
+    total = window.sum(axis=0)
+    now = profile._capacity_now(window, total)
+    assert now.rows() == [tuple(row) for row in window.tolist()]
+    assert now.total == total.tolist()
 
 
 def test_a_machine_with_many_nodes_and_running_jobs_gets_the_sparse_profile() -> None:
