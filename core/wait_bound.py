@@ -245,7 +245,9 @@ class WaitBound:
         the witness took 20-30 ms: past the deadline, had the wrapped one used it all)."""
         if deadline is None:
             return self.inner.decide(snapshot, durations)
-        earlier = Earlier(deadline, AFTER_KEEP * self.state.timings.wait_bound_after_s)
+        # At most half of what is left: one slow call must not starve the next ones.
+        keep = min(AFTER_KEEP * self.state.timings.wait_bound_after_s, deadline.left() / 2)
+        earlier = Earlier(deadline, max(0.0, keep))
         self.state.deadline = earlier
         try:
             return self.inner.decide(snapshot, durations)

@@ -274,6 +274,12 @@ def test_the_wrapped_dispatcher_gets_a_deadline_that_keeps_time_for_the_work_aft
     earlier = inner.seen[-1]
     assert isinstance(earlier, Earlier) and earlier.deadline is caller
     assert earlier.by == wait_bound.AFTER_KEEP * kept
+    # One slow call (a second after the wrapped dispatcher) keeps back at most half of
+    # what is left, not the whole deadline, from the next.
+    state.timings.wait_bound_after_s = 1.0
+    state.deadline = caller = Ticking(0.2, tick=0)
+    bound.decide(snap, durations)
+    assert inner.seen[-1].by == 0.1
 
 
 def test_once_the_deadline_has_passed_the_bound_fills_nothing_more():
