@@ -214,7 +214,9 @@ def start_testbed(root: Path, db: MariadbServer | None = None, **options: str) -
     bed = Testbed(root=root, env={**os.environ, "SLURM_CONF": env["SLURM_CONF"]}, wake=wake)
     try:
         if started.returncode != 0:
-            _unavailable(f"start.sh failed: {started.stderr.strip()[-800:]}")
+            # The whole of what start.sh printed on failing: the tails of every daemon's
+            # log (a bed whose nodes never came up was seen once in CI, its cause cut off).
+            _unavailable(f"start.sh failed: {started.stderr.strip()[-6000:]}")
         yield bed
     finally:
         subprocess.run(
