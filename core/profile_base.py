@@ -52,7 +52,7 @@ class ProfileBase:
         self._capacity = free.capacity_total
         self._nodes = free.nodes
         self.times = [now]
-        self._made_from = free
+        self._made_from = free.copy()  # its own: the caller may go on placing in ``free``
         """What was free when the profile was made: a placement from now starts from it
         (:meth:`_capacity_now`), sharing its rows and, on a large machine, its node index."""
         self._touched = set()

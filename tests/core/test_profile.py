@@ -136,3 +136,11 @@ def test_a_machine_with_many_nodes_and_running_jobs_gets_the_sparse_profile() ->
     big = snapshot(NOW, machine, running, resources=RESOURCES)
     assert DENSE_CELLS < 5_001 * 5_000 * 2
     assert isinstance(make_profile(NOW, FreeCapacity.of(big), limit_releases(big)), SparseProfile)
+
+
+def test_placing_in_the_capacity_a_profile_was_made_from_does_not_change_the_profile() -> None:
+    free = FreeCapacity.of(snapshot(NOW, nodes(*[(4, 0)] * 3), resources=RESOURCES))
+    profile = make_profile(NOW, free, [])
+    free.take(((0, 4),), a_job("j", 1, 4, 0, 100, False))  # the caller goes on placing
+    window = profile._window(0, 1)
+    assert profile._capacity_now(window, window.sum(axis=0)).rows() == [(4, 0)] * 3
