@@ -28,7 +28,7 @@ from cpsched.core.problem import (
     Start,
 )
 from cpsched.core.reservation import Reservation, reserve, running_releases
-from cpsched.core.state import DispatcherState
+from cpsched.core.state import DispatcherState, passed
 from cpsched.errors import ConfigError
 
 Order = Callable[[Sequence[Job], Durations], list[Job]]
@@ -266,7 +266,7 @@ def _stop_of(state: DispatcherState | None) -> Callable[[], bool] | None:
     deadline = state.deadline if state is not None else None
     if deadline is None:
         return None
-    return lambda: deadline.left() <= 0
+    return lambda: passed(deadline)
 
 
 def refilter(candidates: list[Job], first: int, last: int, total: Sequence[int]) -> int:

@@ -162,11 +162,11 @@ class ProfileBase:
         if first == 0:
             return allocator.place(job, self._capacity_now(window, total))
         if restricts(allocator, job):
-            return allocator.place(job, self._window_capacity(window, total, later=True))
+            return allocator.place(job, self._window_later(window, total))
         placed, needed = units_on_freed(job, self._freed_units(job, window))
         if not needed:
             return tuple(sorted(placed.items()))
-        rest = self._window_capacity(window, total, later=True)
+        rest = self._window_later(window, total)
         return place_rest(job, rest, placed, needed, allocator)
 
     def _capacity_now(self, window: Steps, total: Steps) -> FreeCapacity:
@@ -181,16 +181,15 @@ class ProfileBase:
         rows = map(tuple, window[touched].tolist())
         return made_from.with_rows(dict(zip(touched, rows, strict=True)), total.tolist())
 
-    def _window_capacity(self, window: Steps, total: Steps, later: bool) -> FreeCapacity:
-        """``window`` as the allocators see it (``later``: from a step after now); the
-        nodes with nothing free share one row, so a busy machine costs its free nodes
-        only."""
+    def _window_later(self, window: Steps, total: Steps) -> FreeCapacity:
+        """``window``, from a step after now, as the allocators see it; the nodes with
+        nothing free share one row, so a busy machine costs its free nodes only."""
         empty = (0,) * window.shape[1]
         rows: list[Amounts] = [empty] * len(window)
         free_nodes = np.flatnonzero(window.any(axis=1))
         for node, row in zip(free_nodes.tolist(), window[free_nodes].tolist(), strict=True):
             rows[node] = tuple(row)
-        return FreeCapacity(rows, total.tolist(), self._capacity, self._nodes, later=later)
+        return FreeCapacity(rows, total.tolist(), self._capacity, self._nodes, later=True)
 
     def _freed_units(self, job: Job, window: Steps) -> dict[int, int]:
         """Units of ``job`` that fit in what ``window`` has free but now has not, node by

@@ -51,6 +51,11 @@ class Deadline(Protocol):
         ...
 
 
+def passed(deadline: Deadline | None) -> bool:
+    """Whether ``deadline`` has passed (never, without one)."""
+    return deadline is not None and deadline.left() <= 0
+
+
 @dataclass(frozen=True, slots=True)
 class Earlier:
     """``deadline`` less ``by`` seconds: what a wrapper gives the dispatcher it wraps,

@@ -58,7 +58,14 @@ from cpsched.core.problem import Allocation, Decision, Job, Node, Snapshot, Star
 from cpsched.core.profile import Profile, make_profile
 from cpsched.core.reservation import Release
 from cpsched.core.site_dispatch import eligible_snapshot
-from cpsched.core.state import Deadline, DispatcherState, Earlier, Guarantee, RecentWaits
+from cpsched.core.state import (
+    Deadline,
+    DispatcherState,
+    Earlier,
+    Guarantee,
+    RecentWaits,
+    passed,
+)
 from cpsched.core.today_schedule import TodaySchedule
 
 OVERDUE_FLOOR = 3600
@@ -384,7 +391,7 @@ class WaitBound:
         started: list[Start] = []
         deadline = self.state.deadline
         for job in jobs:
-            if deadline is not None and deadline.left() <= 0:
+            if passed(deadline):
                 break
             if job.id in guarantees or not profile.fits_now_total(job.request):
                 continue
@@ -440,7 +447,7 @@ class WaitBound:
         waiting.sort(key=lambda job: durations[job.id])
         added: list[Start] = []
         for job in waiting:
-            if deadline is not None and deadline.left() <= 0:
+            if passed(deadline):
                 break
             if not profile.fits_now_total(job.request):
                 continue
