@@ -49,7 +49,7 @@ JOB_COLUMNS = (
     "length_class",
     "warmup",
 )
-ROW_GROUP = 65_536
+ROW_GROUP = 16_384
 
 
 def output_directory(out: Path) -> Path:

@@ -9,7 +9,6 @@ from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError, TraceError
 from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
 from cpsched.replay.outputs import output_directory, write_outputs
-from cpsched.replay.remote import RemoteScheduler
 from cpsched.replay.results import ReplayResult
 from cpsched.replay.simulator import Progress, Simulator, SimulatorOptions
 from cpsched.replay.swf import Trace, malformed_lines, read_header, read_swf
@@ -97,6 +96,10 @@ def simulate(
         dispatcher = RecordingDispatcher(dispatcher, writer)
     remote = None
     if settings.service is not None:
+        # Only a replay through a service needs the HTTP client (18 MB of a replay's
+        # peak RSS, and its start-up).
+        from cpsched.replay.remote import RemoteScheduler
+
         remote = RemoteScheduler(
             settings.service,
             settings.cluster,
