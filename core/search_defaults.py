@@ -26,7 +26,9 @@ about 6-7 s of wall time per unit on HCP3's KTH models on a 2-core machine
 (docs/results/cp-dispatchers.md). A search limited by work gets ``deadline × WORK_PER_SECOND``
 for all its runs of one call, so that a call stays within the deadline on such a core."""
 
-FIRST_RESTART_WORK = 0.005
+FIRST_RESTART_WORK = round(FIRST_RESTART_S * WORK_PER_SECOND, 6)
 """The first restart's limit of a search limited by work (replays), in CP-SAT's
-deterministic time (doubling as :data:`FIRST_RESTART_S` does, within the call's work
-budget)."""
+deterministic time: the service's first restart (:data:`FIRST_RESTART_S`) in the work an
+ordinary core does in it, 0.003 units, doubling as the seconds do, within the call's work
+budget. (It was 0.005 until 2026-11-30, 1.7 times the service's; docs/results/
+cp-dispatchers.md has what the change did to replays.)"""
