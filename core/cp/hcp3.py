@@ -17,7 +17,7 @@ from ortools.sat.python import cp_model
 
 from cpsched.core.cp.allocate import allocate_now
 from cpsched.core.cp.budget import Budget
-from cpsched.core.cp.bulk import add_strategy, indices_of
+from cpsched.core.cp.bulk import Model, add_strategy, indices_of
 from cpsched.core.cp.flow import CPDispatcher, Formulation, cheapest
 from cpsched.core.cp.greedy import candidate_plans, plan_objective
 from cpsched.core.cp.guard import Guard
@@ -39,7 +39,7 @@ class PooledModel:
 
 def build_pooled_model(prepared: Prepared) -> PooledModel:
     """The pooled model of ``prepared``. Export it with ``model.export_to_file`` to debug."""
-    model = cp_model.CpModel()
+    model = Model()
     starts: list[cp_model.IntVar] = []
     intervals: list[cp_model.IntervalVar] = []
     for j in prepared.jobs:

@@ -31,7 +31,7 @@ from math import gcd
 
 from ortools.sat.python import cp_model
 
-from cpsched.core.cp.bulk import add_strategy, indices_of
+from cpsched.core.cp.bulk import Model, add_strategy, indices_of
 from cpsched.core.cp.pcp3 import _break_symmetry
 from cpsched.core.cp.pcp3_greedy import Hosts, node_capacities, unit_demand
 from cpsched.core.cp.prepare import Prepared, to_units
@@ -148,7 +148,7 @@ def build_position_model(
 ) -> PositionModel:
     """The position model; ``tick`` is called before each job's variables are built (the
     deadline check; it raises to stop). ``merge_running``: see ``merged``."""
-    model = cp_model.CpModel()
+    model = Model()
     lay = layout(snapshot, prepared)
     width = len(prepared.types)
     xs: list[list[cp_model.IntervalVar]] = [[] for _ in range(width)]

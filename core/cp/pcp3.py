@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 
 from cpsched.core.allocators import Allocator
 from cpsched.core.cp.budget import Budget, TooLarge
-from cpsched.core.cp.bulk import add_strategy, add_sum_equal, indices_of, new_int_vars
+from cpsched.core.cp.bulk import Model, add_strategy, add_sum_equal, indices_of, new_int_vars
 from cpsched.core.cp.flow import CPDispatcher, Formulation, cheapest
 from cpsched.core.cp.greedy import plan_objective
 from cpsched.core.cp.guard import Guard
@@ -83,7 +83,7 @@ def build_node_model(
     """The node-level model of ``prepared``; ``hosts[i]`` are job i's nodes and ``m[i,n]``.
     ``node_groups``: interchangeable nodes whose symmetry to break (``node_symmetry``).
     ``tick`` is called before each job (the deadline check; it raises to stop)."""
-    model = cp_model.CpModel()
+    model = Model()
     caps = node_capacities(snapshot, prepared)
     starts: list[cp_model.IntVar] = []
     runs: list[cp_model.IntervalVar] = []
