@@ -45,8 +45,8 @@ TRACES: dict[str, tuple[str, str | None, int | None]] = {
 SYSTEMS = Path(__file__).resolve().parent.parent / "systems"
 
 FIRST_DIGESTS_WORK: dict[str, Any] = {"cp_work_limit": 0.005}
-"""The CP search's first restart as the digests were first taken (the default is 0.003
-since 2026-11-30), so that a former output still checks the same schedules."""
+"""The CP search's first restart as the digests were first taken (the default's is
+smaller now), so that a former output still checks the same schedules."""
 
 RUNS: list[tuple[str, str, str, dict[str, Any], int | None]] = [
     *((f"{t} easy-ff", t, "default", EASY_FIRST_FIT, None) for t in TRACES),

@@ -30,5 +30,4 @@ FIRST_RESTART_WORK = round(FIRST_RESTART_S * WORK_PER_SECOND, 6)
 """The first restart's limit of a search limited by work (replays), in CP-SAT's
 deterministic time: the service's first restart (:data:`FIRST_RESTART_S`) in the work an
 ordinary core does in it, 0.003 units, doubling as the seconds do, within the call's work
-budget. (It was 0.005 until 2026-11-30, 1.7 times the service's; docs/results/
-cp-dispatchers.md has what the change did to replays.)"""
+budget (docs/results/cp-dispatchers.md, "The first restart's work")."""

@@ -1,7 +1,7 @@
 import pytest
 from ortools.sat.python import cp_model
 
-from cpsched.core.cp.bulk import add_sum_equal, indices_of, new_int_vars
+from cpsched.core.cp.bulk import Model, add_sum_equal, indices_of, new_int_vars
 
 
 def test_bulk_variables_are_the_builders_variables_without_names():
@@ -52,3 +52,17 @@ def test_proto_indices_refuse_negated_literals():
     assert indices_of([b]) == [0]
     with pytest.raises(ValueError, match="negated"):
         indices_of([b, ~b])
+
+
+def test_a_model_without_the_camel_case_aliases_builds_and_solves_as_cp_sats():
+    model, reference = Model(), cp_model.CpModel()
+    for m in (model, reference):
+        x = m.new_int_var(0, 10, "x")
+        y = m.new_int_var(0, 10, "y")
+        m.add(x + y == 7)
+        m.add_hint(x, 3)
+        m.minimize(x - y)
+    assert str(model.proto) == str(reference.proto)
+    solver = cp_model.CpSolver()
+    assert solver.solve(model) == cp_model.OPTIMAL and solver.objective_value == -7
+    assert hasattr(reference, "NewIntVar") and not hasattr(model, "NewIntVar")
