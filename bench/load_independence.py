@@ -69,8 +69,9 @@ def _replay(args: argparse.Namespace, out: Path) -> dict[str, float]:
     _, status, usage = os.wait4(process.pid, 0)
     done.set()
     sampler.join()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"the replay failed (exit {status}): {' '.join(command)}")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"the replay failed (exit {code}): {' '.join(command)}")
     loads = loads or [os.getloadavg()[0]]
     return {
         "cpu_s": usage.ru_utime,
