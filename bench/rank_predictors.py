@@ -57,8 +57,18 @@ def replay(trace: str, run: str, out: Path, traces: Path, jobs: int | None) -> P
     policy = policy_of(run)
     if made_with(target, policy):
         return target
+    began = time.perf_counter()
+    run_replay(replay_settings(trace, target, policy, traces, jobs))
+    print(f"  {trace} · {run}: {time.perf_counter() - began:.0f} s", flush=True)
+    return target
+
+
+def replay_settings(
+    trace: str, target: Path, policy: Policy, traces: Path, jobs: int | None
+) -> ReplaySettings:
+    """``policy``'s replay of ``trace`` (its first ``jobs``) into ``target``, no plots."""
     file, system, most = TRACE_FILES[trace]
-    settings = ReplaySettings(
+    return ReplaySettings(
         trace=traces / file,
         out=target,
         policy=policy,
@@ -67,10 +77,6 @@ def replay(trace: str, run: str, out: Path, traces: Path, jobs: int | None) -> P
         plots=False,
         timings=False,
     )
-    began = time.perf_counter()
-    run_replay(settings)
-    print(f"  {trace} · {run}: {time.perf_counter() - began:.0f} s", flush=True)
-    return target
 
 
 def figures(where: Path) -> dict[str, float]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cpsched.core.state import DispatcherState
 from cpsched.errors import ConfigError, TraceError
+from cpsched.predictor.base import Predictor
 from cpsched.replay.instances import InstanceWriter, RecordingDispatcher, dump_path
 from cpsched.replay.outputs import output_directory, write_outputs
 from cpsched.replay.results import ReplayResult
@@ -14,6 +16,9 @@ from cpsched.replay.simulator import Progress, Simulator, SimulatorOptions
 from cpsched.replay.swf import Trace, malformed_lines, read_header, read_swf
 from cpsched.replay.system import System, load_system, system_from_header
 from cpsched.runtime.policy import Policy
+
+PredictorFactory = Callable[[Mapping[str, int]], Predictor]
+"""Builds a replay's predictor from the replayed jobs' real run times (job id → s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +68,15 @@ def simulate(
     machine: System | None = None,
     on_loaded: Progress | None = None,
     progress: Progress | None = None,
+    make_predictor: PredictorFactory | None = None,
 ) -> ReplayResult:
     """Replay ``settings.trace`` in memory; ``on_loaded`` is told how many jobs will be
     replayed, then ``progress`` how many have finished. ``machine`` is the system already
     loaded from ``settings.system`` (a sweep loads it once where the grid is read, and
-    its workers need not have the file); by default it is loaded here."""
+    its workers need not have the file); by default it is loaded here.
+    ``make_predictor`` builds the predictor from the replayed jobs' real run times, in place of the
+    policy's (benchmarks that study what predictions are worth,
+    ``bench/prediction_gap.py``); the summary then names it."""
     policy = settings.policy
     system = machine or resolve_system(settings.trace, settings.system)
     correction = policy.correction_policy(system.max_time_limit)
@@ -76,9 +85,12 @@ def simulate(
         plan=False, system_cap=system.max_time_limit, state=state, replay=True
     )
     trace = _read_slice(settings, system)
-    oracle = policy.predictor == "oracle"
-    run_times = {tj.job.id: tj.run_time for tj in trace.jobs} if oracle else None
-    predictor = policy.make_predictor(run_times=run_times)
+    if make_predictor is not None:
+        predictor = make_predictor({tj.job.id: tj.run_time for tj in trace.jobs})
+    else:
+        oracle = policy.predictor == "oracle"
+        run_times = {tj.job.id: tj.run_time for tj in trace.jobs} if oracle else None
+        predictor = policy.make_predictor(run_times=run_times)
     if on_loaded is not None:
         on_loaded(len(trace.jobs))
     simulator_options = SimulatorOptions(
@@ -132,7 +144,7 @@ def simulate(
             "resources": dict(zip(system.resource_names, result.series.capacity, strict=True)),
             "dispatcher": policy.dispatcher,
             "allocator": policy.allocator,
-            "predictor": policy.predictor,
+            "predictor": policy.predictor if make_predictor is None else predictor.name,
             "limits": policy.limits,
             "correction": {
                 "policy": correction.kind,
@@ -200,13 +212,16 @@ def run_replay(
     *,
     on_loaded: Progress | None = None,
     progress: Progress | None = None,
+    make_predictor: PredictorFactory | None = None,
 ) -> dict[str, object]:
     """Replay ``settings.trace``, write every output under ``settings.out``, return the
-    summary."""
+    summary (``make_predictor``: as :func:`simulate`)."""
     output_directory(settings.out)  # before the replay, not after it
     # The trace's job objects are gone once simulate() returns: the outputs (Arrow
     # tables, plots) are built in the memory they held.
-    result = simulate(settings, on_loaded=on_loaded, progress=progress)
+    result = simulate(
+        settings, on_loaded=on_loaded, progress=progress, make_predictor=make_predictor
+    )
     return write_replay(result, settings)
 
 

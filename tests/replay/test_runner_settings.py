@@ -70,3 +70,29 @@ def test_skip_jobs_replays_a_slice_of_the_trace(small_trace, tmp_path):
 def test_skipping_every_job_says_how_many_there_were(small_trace, tmp_path):
     with pytest.raises(TraceError, match="40 kept, all within the 40 skipped"):
         simulate(ReplaySettings(small_trace, tmp_path, skip_jobs=40))
+
+
+def test_a_predictor_built_from_the_run_times_replaces_the_policys(small_trace, tmp_path):
+    """``make_predictor`` gets every replayed job's real run time and predicts in place
+    of the policy's predictor: with the oracle built there, the default policy replays as
+    the ``oracle`` policy does, and the summary names the predictor used."""
+    from cpsched.predictor.registry import make_predictor
+
+    given: dict[str, int] = {}
+
+    def oracle(run_times):
+        given.update(run_times)
+        return make_predictor("oracle", run_times=run_times)
+
+    default = ReplaySettings(small_trace, tmp_path / "d", policy=Policy.named("easy++"))
+    built = simulate(default, make_predictor=oracle)
+    named = simulate(
+        ReplaySettings(
+            small_trace, tmp_path / "o", policy=Policy.named("easy++", predictor="oracle")
+        )
+    )
+    plain = simulate(default)
+    assert len(given) == 40
+    assert list(built.jobs.start) == list(named.jobs.start)
+    assert list(built.jobs.start) != list(plain.jobs.start)
+    assert (built.settings["predictor"], plain.settings["predictor"]) == ("oracle", "last-two")
