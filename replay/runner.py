@@ -74,8 +74,8 @@ def simulate(
     replayed, then ``progress`` how many have finished. ``machine`` is the system already
     loaded from ``settings.system`` (a sweep loads it once where the grid is read, and
     its workers need not have the file); by default it is loaded here.
-    ``make_predictor`` builds the predictor from the replayed jobs' real run times, in place of the
-    policy's (benchmarks that study what predictions are worth,
+    ``make_predictor`` builds the predictor from the replayed jobs' real run times, in
+    place of the policy's (benchmarks that study what predictions are worth,
     ``bench/prediction_gap.py``); the summary then names it."""
     policy = settings.policy
     system = machine or resolve_system(settings.trace, settings.system)
@@ -91,6 +91,7 @@ def simulate(
         oracle = policy.predictor == "oracle"
         run_times = {tj.job.id: tj.run_time for tj in trace.jobs} if oracle else None
         predictor = policy.make_predictor(run_times=run_times)
+    predictor_name = policy.predictor if make_predictor is None else predictor.name
     if on_loaded is not None:
         on_loaded(len(trace.jobs))
     simulator_options = SimulatorOptions(
@@ -144,7 +145,7 @@ def simulate(
             "resources": dict(zip(system.resource_names, result.series.capacity, strict=True)),
             "dispatcher": policy.dispatcher,
             "allocator": policy.allocator,
-            "predictor": policy.predictor if make_predictor is None else predictor.name,
+            "predictor": predictor_name,
             "limits": policy.limits,
             "correction": {
                 "policy": correction.kind,
