@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rank_predictors import figures, replay, replay_settings, table
-from value_over_today import TRACE_FILES, TRACES
+from value_over_today import TRACE_FILES, TRACES, made_with
 
 from cpsched.core.problem import Job
 from cpsched.predictor.base import FinishedJob, Memory, Predictor
@@ -134,15 +134,11 @@ def replay_split(
 
 
 def _made_with(directory: Path, policy: Policy, predictor: str) -> bool:
-    try:
-        summary = json.loads((directory / "summary.json").read_text())
-        settings = summary["settings"]
-        return bool(
-            Policy.model_validate(settings["policy"]) == policy
-            and settings["predictor"] == predictor
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+    """``value_over_today.made_with``, and with ``predictor`` named in the summary."""
+    if not made_with(directory, policy):
         return False
+    summary = json.loads((directory / "summary.json").read_text())
+    return bool(summary["settings"]["predictor"] == predictor)
 
 
 def main() -> None:

@@ -85,12 +85,12 @@ def simulate(
         plan=False, system_cap=system.max_time_limit, state=state, replay=True
     )
     trace = _read_slice(settings, system)
-    if make_predictor is not None:
-        predictor = make_predictor({tj.job.id: tj.run_time for tj in trace.jobs})
-    else:
+    if make_predictor is None:
         oracle = policy.predictor == "oracle"
         run_times = {tj.job.id: tj.run_time for tj in trace.jobs} if oracle else None
         predictor = policy.make_predictor(run_times=run_times)
+    else:
+        predictor = make_predictor({tj.job.id: tj.run_time for tj in trace.jobs})
     predictor_name = policy.predictor if make_predictor is None else predictor.name
     if on_loaded is not None:
         on_loaded(len(trace.jobs))
