@@ -13,7 +13,13 @@ the jobs only, one replay at a time:
   predicted by the oracle, the others and the running jobs by last-two (knowing which
   jobs are short);
 * ``oracle-from-CUT``: the oracle for the other queued jobs, last-two for the short
-  ones and the running jobs.
+  ones and the running jobs;
+* ``known-below-CUT``: queued jobs that really ran less than ``--cut`` seconds predicted
+  ``CUT / 2``, the others by last-two (which jobs are short, not how short);
+* ``found-below-CUT``: the same for the short jobs last-two predicts at least ``CUT``
+  only (the short jobs last-two misses);
+* ``cleared-below-CUT``: queued jobs that ran at least ``CUT`` s but last-two predicts
+  shorter are predicted ``CUT`` (last-two's false alarms taken away).
 
 It prints rank_predictors.py's table per trace: mean bounded slowdown, p99 and max wait,
 the ratios to today and the share of the last-two → oracle gap each run closes. The
@@ -35,7 +41,7 @@ from rank_predictors import figures, replay, replay_settings, table
 from value_over_today import TRACE_FILES, TRACES, made_with
 
 from cpsched.core.problem import Job
-from cpsched.predictor.base import FinishedJob, Memory, Predictor
+from cpsched.predictor.base import FinishedJob, Memory, Predictor, clamp
 from cpsched.predictor.registry import make_predictor
 from cpsched.replay.runner import PredictorFactory, run_replay
 from cpsched.runtime.policy import Policy
@@ -94,6 +100,36 @@ class OracleFor:
         return f"{self.inner.name}'s prediction"
 
 
+class KnownShort:
+    """Queued jobs: last-two, corrected with which jobs really ran under ``cut`` s, by
+    ``rule`` (``known``, ``found`` or ``cleared``: the module doc); running jobs planned
+    with last-two (its prediction as the upper estimate, as :class:`Split`)."""
+
+    def __init__(self, name: str, run_times: Mapping[str, int], cut: int, rule: str) -> None:
+        self.name = name
+        self.inner = make_predictor("last-two")
+        self.run_times, self.cut, self.rule = run_times, cut, rule
+        self.memory: Memory = self.inner.memory
+
+    def observe(self, finished: FinishedJob) -> None:
+        self.inner.observe(finished)
+
+    def predict(self, job: Job, t: int) -> int:
+        guess = self.inner.predict(job, t)
+        short, cut = self.run_times[job.id] < self.cut, self.cut
+        if short and (self.rule == "known" or (self.rule == "found" and guess >= cut)):
+            return clamp(cut / 2, job)
+        if not short and self.rule == "cleared" and guess < cut:
+            return clamp(cut, job)
+        return guess
+
+    def upper(self, job: Job, t: int) -> int:
+        return self.inner.predict(job, t)
+
+    def upper_basis(self, job: Job, t: int) -> str:
+        return f"{self.inner.name}'s prediction"
+
+
 def split_runs(cut: int) -> dict[str, PredictorFactory]:
     """The split runs by name, each building its predictor from the real run times."""
 
@@ -115,6 +151,9 @@ def split_runs(cut: int) -> dict[str, PredictorFactory]:
         f"oracle-below-{cut}": partial(f"oracle-below-{cut}", below=True),
         f"oracle-from-{cut}": partial(f"oracle-from-{cut}", below=False),
     }
+    for rule in ("known", "found", "cleared"):
+        name = f"{rule}-below-{cut}"
+        runs[name] = lambda run_times, name=name, rule=rule: KnownShort(name, run_times, cut, rule)
     return runs
 
 

@@ -99,6 +99,10 @@ class FeatureState:
             return kept[::-1]
         return [entry for entry in reversed(kept) if entry[0] <= before]
 
+    def recent_runs(self, user: str) -> list[int]:
+        """The run times of ``user``'s ``recent`` newest finished jobs, newest first."""
+        return [entry[2] for entry in self._ended(user, _NOW)[: self.recent]]
+
     def row(self, job: Job, before: int | None = _NOW) -> list[float]:
         """``job``'s feature row, from the jobs that had ended by ``before``."""
         limit = job.time_limit

@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from sklearn.ensemble import AdaBoostRegressor, HistGradientBoostingRegressor
+    from sklearn.ensemble import (
+        AdaBoostRegressor,
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+    )
 
 _LEAF = -1
 
@@ -105,7 +109,13 @@ class AdditiveForest:
     trained_on: int
 
     @classmethod
-    def from_sklearn(cls, model: HistGradientBoostingRegressor, trained_on: int) -> AdditiveForest:
+    def from_sklearn(
+        cls,
+        model: HistGradientBoostingRegressor | HistGradientBoostingClassifier,
+        trained_on: int,
+    ) -> AdditiveForest:
+        """A regressor's trees, or a binary classifier's (its answer is then the log-odds
+        of the positive class)."""
         nodes = _FlatNodes()
         # Private attributes: the fitted trees and the starting value. A test checks the
         # flattened answers against the estimator's, so a change of them fails loudly.
@@ -119,6 +129,11 @@ class AdditiveForest:
             )  # fmt: skip
         baseline = float(model._baseline_prediction.ravel()[0])
         return cls(tuple(nodes.roots), baseline, *nodes.lists(), trained_on)
+
+    @classmethod
+    def constant(cls, value: float, trained_on: int) -> AdditiveForest:
+        """A forest that answers ``value`` whatever the row (one tree of one leaf)."""
+        return cls((0,), value, [_LEAF], [0.0], [0], [0], [0.0], trained_on)
 
     def predict_row(self, row: Sequence[float]) -> float:
         feature, threshold, left, right = self.feature, self.threshold, self.left, self.right

@@ -7,11 +7,8 @@ predicts the median run time of jobs like this one and a higher quantile an uppe
 estimate; a quantile of the logarithm is the logarithm of the quantile, so the answer
 in seconds is ``exp`` of the model's. The features, the window of training rows, the
 refit cadence and the background fits are those of AdaBoost
-(:class:`~cpsched.predictor._windowed.WindowedLearner`).
-
-Fits are single-threaded: the same rows give the same model on any machine and under
-any load (replays must not depend on either), and a background fit in the service leaves
-the other cores to the dispatcher. Measured against last-two and AdaBoost in
+(:class:`~cpsched.predictor._windowed.WindowedLearner`); fits are single-threaded
+(:class:`~cpsched.predictor._hist_boosted.HistBoosted`). Measured against last-two and AdaBoost in
 docs/results/predictors.md.
 """
 
@@ -19,20 +16,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
-from cpsched.predictor._forest import AdditiveForest, checked_columns
-from cpsched.predictor._windowed import WindowedLearner, recency_weights
+from cpsched.predictor._hist_boosted import HistBoosted
 from cpsched.predictor.adaboost import DEFAULT_FEATURES
+
+if TYPE_CHECKING:
+    from sklearn.ensemble import HistGradientBoostingRegressor
 
 __all__ = ["QuantileBoost"]
 
 
-class QuantileBoost(WindowedLearner):
+class QuantileBoost(HistBoosted):
     name = "quantile-boost"
 
     def __init__(
@@ -53,13 +50,12 @@ class QuantileBoost(WindowedLearner):
     ) -> None:
         if not 0 < quantile < 1:
             raise ConfigError(f"quantile-boost quantile must be in (0, 1), got {quantile}")
-        if min(max_iter, min_samples_leaf) < 1 or max_leaf_nodes < 2 or not learning_rate > 0:
-            raise ConfigError(
-                "quantile-boost max_iter and min_samples_leaf must be >= 1, max_leaf_nodes "
-                ">= 2 and learning_rate > 0"
-            )
         super().__init__(
             features=features,
+            max_iter=max_iter,
+            max_leaf_nodes=max_leaf_nodes,
+            min_samples_leaf=min_samples_leaf,
+            learning_rate=learning_rate,
             window=window,
             retrain_every=retrain_every,
             recent=recent,
@@ -68,44 +64,17 @@ class QuantileBoost(WindowedLearner):
             background=background,
         )
         self.quantile = quantile
-        self.max_iter = max_iter
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_samples_leaf = min_samples_leaf
-        self.learning_rate = learning_rate
 
-    def _fit(self, rows: np.ndarray, targets: np.ndarray, trained_on: int) -> AdditiveForest:
-        # Imported on first fit, as AdaBoost's: scikit-learn takes seconds to import.
+    def _estimator(self, trees: Mapping[str, Any]) -> HistGradientBoostingRegressor:
         from sklearn.ensemble import HistGradientBoostingRegressor
-        from threadpoolctl import threadpool_limits
 
-        model = HistGradientBoostingRegressor(
-            loss="quantile",
-            quantile=self.quantile,
-            max_iter=self.max_iter,
-            max_leaf_nodes=self.max_leaf_nodes,
-            min_samples_leaf=self.min_samples_leaf,
-            learning_rate=self.learning_rate,
-            early_stopping=False,
-            random_state=0,
-        )
-        with threadpool_limits(limits=1, user_api="openmp"):
-            model.fit(rows, targets, sample_weight=recency_weights(len(rows), self.half_life))
-        return AdditiveForest.from_sklearn(model, trained_on)
+        return HistGradientBoostingRegressor(loss="quantile", quantile=self.quantile, **trees)
 
     def _target(self, run_time: int, time_limit: int) -> float:
         return math.log(max(run_time, 1))
 
-    def _model_from(self, arrays: Mapping[str, np.ndarray]) -> AdditiveForest:
-        return checked_columns(AdditiveForest.from_arrays(arrays), len(self.features))
-
     def _hyperparameters(self) -> dict[str, Any]:
-        return {
-            "quantile": self.quantile,
-            "max_iter": self.max_iter,
-            "max_leaf_nodes": self.max_leaf_nodes,
-            "min_samples_leaf": self.min_samples_leaf,
-            "learning_rate": self.learning_rate,
-        }
+        return {"quantile": self.quantile, **super()._hyperparameters()}
 
     def _seconds(self, value: float, job: Job) -> float:
         return math.exp(value)

@@ -13,6 +13,7 @@ from cpsched.predictor.lasttwo import LastTwo
 from cpsched.predictor.oracle import Oracle
 from cpsched.predictor.profile import JobProfile
 from cpsched.predictor.quantile_boost import QuantileBoost
+from cpsched.predictor.short_jobs import ShortJobs
 from cpsched.predictor.walltime import WallTime
 
 
@@ -32,11 +33,12 @@ PREDICTORS: dict[str, Callable[..., Predictor]] = {
     "profile": JobProfile,
     "adaboost": AdaBoost,
     "quantile-boost": QuantileBoost,
+    "short-jobs": ShortJobs,
     "oracle": _oracle,
 }
 
 
-LEARNED = ("adaboost", "quantile-boost")
+LEARNED = ("adaboost", "quantile-boost", "short-jobs")
 """The predictors that fit a model every ``retrain_every`` completions, in the background
 in the service (:class:`~cpsched.predictor._windowed.WindowedLearner`)."""
 

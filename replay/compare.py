@@ -128,6 +128,7 @@ PREDICTOR_NAMES = {
     "profile": "job profiles",
     "adaboost": "AdaBoost",
     "quantile-boost": "quantile boosting (the median run time of jobs like it)",
+    "short-jobs": "the users' last two run times, with a learned test for very short jobs",
     "oracle": "the trace's real run times",
 }
 OVERRUN_NAMES = {

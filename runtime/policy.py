@@ -149,7 +149,8 @@ class Policy(BaseModel):
     predictor: PredictorName = Field(
         "last-two",
         description="Run times the dispatcher plans with: the request (wall-time), the "
-        "user's last two (last-two), job profiles, AdaBoost, or the trace's (oracle, replay).",
+        "user's last two (last-two), job profiles, AdaBoost, quantile boosting, last-two with "
+        "a learned test for very short jobs (short-jobs), or the trace's (oracle, replay).",
     )
     prediction_margin: float = Field(
         1.0,
@@ -314,7 +315,7 @@ class Policy(BaseModel):
     )
     cp_node_symmetry: bool = Field(False, description="PCP3: break identical nodes' symmetry.")
     retrain_every: int = Field(
-        1000, ge=1, description="adaboost, quantile-boost: completions per retrain."
+        1000, ge=1, description="adaboost, quantile-boost, short-jobs: completions per retrain."
     )
 
     @model_validator(mode="before")

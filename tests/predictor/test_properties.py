@@ -17,6 +17,7 @@ from cpsched.predictor.oracle import Oracle
 from cpsched.predictor.profile import JobProfile
 from cpsched.predictor.quantile_boost import QuantileBoost
 from cpsched.predictor.rebuild import rebuild
+from cpsched.predictor.short_jobs import ShortJobs
 from cpsched.predictor.upper import UpperQuantile
 from cpsched.predictor.walltime import WallTime
 from tests.predictor._util import mk
@@ -33,6 +34,7 @@ FACTORIES: dict[str, Callable[[dict[str, int]], Predictor]] = {
         features=FEATURES, target="ratio", n_estimators=3, max_depth=3, retrain_every=4
     ),
     "quantile-boost": lambda _: QuantileBoost(max_iter=3, min_samples_leaf=2, retrain_every=4),
+    "short-jobs": lambda _: ShortJobs(max_iter=3, min_samples_leaf=2, retrain_every=4),
     "last-two, upper 0.9": lambda _: UpperQuantile(LastTwo(), 0.9, per_user=4, min_user=2),
     "quantile-boost, upper 0.8": lambda _: UpperQuantile(
         QuantileBoost(max_iter=3, min_samples_leaf=2, retrain_every=4), 0.8, recent=5

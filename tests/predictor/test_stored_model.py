@@ -15,6 +15,7 @@ from cpsched.predictor.base import Persisting
 from cpsched.predictor.lasttwo import LastTwo
 from cpsched.predictor.margin import Margin
 from cpsched.predictor.quantile_boost import QuantileBoost
+from cpsched.predictor.short_jobs import ShortJobs
 from cpsched.predictor.upper import UpperQuantile
 from tests.predictor.test_adaboost import history, probes
 
@@ -33,6 +34,7 @@ def trained(make, jobs: int = 200):
 LEARNERS = [
     pytest.param(lambda: QuantileBoost(**QB), id="quantile-boost"),
     pytest.param(lambda: AdaBoost(**ADA), id="adaboost"),
+    pytest.param(lambda: ShortJobs(**QB), id="short-jobs"),
 ]
 
 
