@@ -6,6 +6,7 @@ overrun rule, is then planned to its limit), where one predicted long only loses
 backfill chance. :class:`Margin` makes every prediction ``factor`` times longer, never past
 the request; the policy applies it to queued and running jobs alike, so that a job keeps
 its place in the plan when it starts (measured on replays in docs/results/predictors.md).
+An inner predictor's upper estimate, which running jobs are planned with, is scaled too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from cpsched.core.problem import Job
 from cpsched.errors import ConfigError
 from cpsched.predictor._wrapping import Wrapping
-from cpsched.predictor.base import Predictor, clamp
+from cpsched.predictor.base import Bounding, Predictor, clamp
 
 
 class Margin(Wrapping):
@@ -31,3 +32,16 @@ class Margin(Wrapping):
 
     def basis(self, job: Job, t: int) -> str:
         return f"{self.factor:g} times {self.inner_basis(job, t)}, at most the requested time"
+
+    def upper(self, job: Job, t: int) -> int:
+        """The inner upper estimate times ``factor`` (its prediction where it has none)."""
+        inner = self.inner
+        value = inner.upper(job, t) if isinstance(inner, Bounding) else inner.predict(job, t)
+        return clamp(value * self.factor, job)
+
+    def upper_basis(self, job: Job, t: int) -> str:
+        inner = self.inner
+        if isinstance(inner, Bounding):
+            said = inner.upper_basis(job, t)
+            return f"{self.factor:g} times {said}, at most the requested time"
+        return self.basis(job, t)

@@ -8,6 +8,7 @@ from cpsched.errors import ConfigError
 from cpsched.predictor.lasttwo import LastTwo
 from cpsched.predictor.margin import Margin
 from cpsched.predictor.oracle import Oracle
+from cpsched.predictor.upper import UpperQuantile
 from cpsched.runtime.policy import Policy
 from tests.predictor._util import done, mk
 
@@ -27,6 +28,19 @@ def test_a_margin_learns_through_its_inner_predictor_and_says_so_in_its_name():
     p.observe(done(mk("a"), 100))
     assert inner.predict(mk("x"), 200) == 100
     assert p.name == "last-twox1.5" and p.memory == inner.memory
+
+
+def test_a_margin_scales_an_upper_estimate_and_plans_others_with_the_prediction():
+    plain = Margin(LastTwo(), 2)
+    plain.observe(done(mk("a"), 100))
+    assert plain.upper(mk("x", limit=1000), 200) == plain.predict(mk("x", limit=1000), 200)
+    bounded = Margin(UpperQuantile(LastTwo(), 0.9, per_user=4, min_user=2), 2)
+    for i, run in enumerate((100, 300, 100, 300)):
+        bounded.observe(done(mk(f"j{i}", submit=1000 * i), run))
+    job = mk("y", limit=100_000)
+    assert bounded.upper(job, 9000) == 2 * bounded.inner.upper(job, 9000)  # type: ignore[attr-defined]
+    assert bounded.upper(job, 9000) > bounded.predict(job, 9000)
+    assert bounded.upper_basis(job, 9000).startswith("2 times ")
 
 
 def test_a_margin_must_be_positive():

@@ -1,0 +1,107 @@
+"""How far a replay's figures move when the trace barely changes, and whether a setting
+beats another beyond that.
+
+    python bench/replay_spread.py --out bench-out/spread --trace kth \\
+        --runs last-two,short-jobs [--skips 0,1,2,3] [--jobs N] [--parallel 2]
+
+A replay of the default is deterministic, but not stable: its CP searches are cut by
+solver work, so any change (one job fewer at the start, every prediction 1% longer) sends
+them another way, and the mean bounded slowdown of a whole trace moves by several
+percent. One replay per setting cannot tell a gain of that size from chance. This
+replays each run (a predictor name as in bench/rank_predictors.py, ``NAME*K``,
+``NAME^Q``, or ``today``) on the trace with its first 0, 1, 2, ... jobs left out
+(``--skips``: the same jobs but a few, started on an empty machine), and prints per run
+the mean bounded slowdown, p99 and max wait of each replay, and per run beside the
+first its difference in mean bounded slowdown from the first run on the same jobs,
+with how many of the replays it is lower in. ``--parallel`` replays run at once
+(replays are deterministic: the load changes only their times). A replay whose
+``summary.json`` exists under ``--out`` with the same policy is not replayed again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from rank_predictors import figures, policy_of, replay_settings
+from value_over_today import TRACE_FILES, TRACES, fmt, made_with
+
+from cpsched.replay.runner import run_replay
+
+
+def replay_skipping(
+    trace: str, run: str, skip: int, out: Path, traces: Path, jobs: int | None
+) -> Path:
+    """The directory of ``run``'s replay of ``trace`` without its first ``skip`` jobs."""
+    target = out / trace / run / f"skip-{skip}"
+    policy = policy_of(run)
+    if made_with(target, policy):
+        return target
+    began = time.perf_counter()
+    settings = replay_settings(trace, target, policy, traces, jobs)
+    run_replay(dataclasses.replace(settings, skip_jobs=skip))
+    print(f"  {trace} · {run} · skip {skip}: {time.perf_counter() - began:.0f} s", flush=True)
+    return target
+
+
+def report(
+    trace: str, runs: list[str], skips: list[int], found: dict[tuple[str, int], Path]
+) -> str:
+    figs = {key: figures(where) for key, where in found.items()}
+    head = " | ".join(f"skip {s}" for s in skips)
+    lines = [f"### {trace}: mean bsld (p99 / max wait s)", "", f"| run | {head} |"]
+    lines.append("|---|" + "---:|" * len(skips))
+    for run in runs:
+        cells = [
+            f"{fmt(figs[run, s]['bsld'])} ({fmt(figs[run, s]['p99'])} / {fmt(figs[run, s]['max'])})"
+            for s in skips
+        ]
+        lines.append(f"| {run} | {' | '.join(cells)} |")
+    first = runs[0]
+    for run in runs[1:]:
+        diffs = [figs[run, s]["bsld"] - figs[first, s]["bsld"] for s in skips]
+        lower = sum(d < 0 for d in diffs)
+        lines.append(
+            f"\n{run} − {first}: {', '.join(f'{d:+.2f}' for d in diffs)} "
+            f"(median {statistics.median(diffs):+.2f}; lower in {lower} of {len(diffs)})"
+        )
+    spread = [figs[first, s]["bsld"] for s in skips]
+    lines.append(
+        f"\n{first} alone: {min(spread):.2f} to {max(spread):.2f} "
+        f"({(max(spread) - min(spread)) / statistics.median(spread):.0%} of its median)"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--trace", default="kth", choices=sorted(TRACE_FILES))
+    parser.add_argument("--runs", default="last-two,short-jobs")
+    parser.add_argument("--skips", default="0,1,2,3")
+    parser.add_argument("--jobs", type=int, default=None, help="the trace's first N jobs")
+    parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--trace-dir", type=Path, default=TRACES)
+    args = parser.parse_args()
+    runs = [r for r in args.runs.split(",") if r]
+    skips = [int(s) for s in args.skips.split(",") if s]
+    for run in runs:
+        policy_of(run)  # an unknown predictor fails here, before any replay
+    keys = [(run, skip) for run in runs for skip in skips]
+    with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        futures = {
+            key: pool.submit(
+                replay_skipping, args.trace, key[0], key[1], args.out, args.trace_dir, args.jobs
+            )
+            for key in keys
+        }
+        found = {key: future.result() for key, future in futures.items()}
+    print(report(args.trace, runs, skips, found), flush=True)
+
+
+if __name__ == "__main__":
+    main()
