@@ -1,21 +1,26 @@
-"""How far a replay's figures move when the trace barely changes, and whether a setting
-beats another beyond that.
+"""How far a replay's figures move when the trace or the predictions barely change, and
+whether a setting beats another beyond that.
 
     python bench/replay_spread.py --out bench-out/spread --trace kth \\
-        --runs last-two,short-jobs [--skips 0,1,2,3] [--jobs N] [--parallel 2]
+        --runs last-two,short-jobs[,last-two*1.01,short-jobs*1.01] [--skips 0,1,2,3] \\
+        [--jobs N] [--parallel 2]
 
 A replay of the default is deterministic, but not stable: its CP searches are cut by
-solver work, so any change (one job fewer at the start, every prediction 1% longer) sends
-them another way, and the mean bounded slowdown of a whole trace moves by several
-percent. One replay per setting cannot tell a gain of that size from chance. This
-replays each run (a predictor name as in bench/rank_predictors.py, ``NAME*K``,
-``NAME^Q``, or ``today``) on the trace with its first 0, 1, 2, ... jobs left out
-(``--skips``: the same jobs but a few, started on an empty machine), and prints per run
-the mean bounded slowdown, p99 and max wait of each replay, and per run beside the
-first its difference in mean bounded slowdown from the first run on the same jobs,
-with how many of the replays it is lower in. ``--parallel`` replays run at once
-(replays are deterministic: the load changes only their times). A replay whose
-``summary.json`` exists under ``--out`` with the same policy is not replayed again.
+solver work, so a small change can send them another way and move a whole trace's mean
+bounded slowdown by several percent (docs/results/predictors.md, "Short jobs told
+apart"). One replay per setting cannot tell a gain of that size from chance. This
+replays each run (a predictor name as in bench/rank_predictors.py: ``NAME``, ``NAME*K``
+for a margin ``K`` such as 1.01, ``NAME^Q``, or ``today``) on the trace with its first
+0, 1, 2, ... jobs left out (``--skips``: the same jobs but a few, started on an empty
+machine; a learned predictor's refits then fall on other jobs), and prints per run the
+mean bounded slowdown, p99 and max wait of each replay, and per run after the first its
+difference in mean bounded slowdown from the first run on the same jobs, with how many
+of the replays it is lower in. Leaving out the first jobs may change little where they
+are in the warm-up and the machine is idle then (KTH: last-two's mean moved by 0.15%);
+``NAME*1.01`` and ``NAME*0.99`` (every prediction 1% longer or shorter) perturb the
+searches themselves. ``--parallel`` replays run at once (replays are deterministic: the
+load changes only their times). A replay whose ``summary.json`` exists under ``--out``
+with the same policy is not replayed again.
 """
 
 from __future__ import annotations
