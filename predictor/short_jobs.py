@@ -18,8 +18,9 @@ and that last-two predicts longer: it is predicted to run as long as the user's 
 short jobs did (their median), or half of ``short`` when none of them was short.
 
 Its upper estimate (:class:`~cpsched.predictor.base.Bounding`), which the running jobs
-are planned with from their start, is the larger of that and last-two's: a job the
-classifier wrongly took for short does not make plans count on an end that will not come.
+are planned with from their start, is last-two's (never shorter than the prediction): a
+job the classifier wrongly took for short does not make plans count on an end that will
+not come.
 
 Measured under the default policy it does not beat last-two yet: it finds more of the
 short jobs, but more long jobs taken for short compete for the same holes
@@ -144,8 +145,7 @@ class ShortJobs(HistBoosted):
         return clamp(self._answer(job)[0], job)
 
     def upper(self, job: Job, t: int) -> int:
-        value, _ = self._answer(job)
-        return clamp(max(value, self._last_two(job)), job)
+        return clamp(self._last_two(job), job)  # never below predict: that is at most it
 
     def basis(self, job: Job, t: int) -> str:
         value, rule = self._answer(job)
@@ -157,7 +157,7 @@ class ShortJobs(HistBoosted):
         said = f"a classifier gives it a {chance:.0%} chance of running under {self.short} s"
         if rule == "short":
             return f"{said}: the user's recent short jobs' run time ({round(value)} s)"
-        return f"{said}, as {last_two} says"
+        return f"{said}, so {last_two}"
 
     def upper_basis(self, job: Job, t: int) -> str:
-        return f"the larger of that and {self.fallback_.basis(job, t)}"
+        return f"once it runs, {self.fallback_.basis(job, t)}"

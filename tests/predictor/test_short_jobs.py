@@ -70,7 +70,7 @@ def test_the_upper_estimate_never_plans_shorter_than_last_two():
     # Called short (10 s) when queued; planned with last-two's 1,505 s once running.
     assert p.predict(test, 0) == 10
     assert p.upper(test, 0) == 1505
-    assert p.upper_basis(test, 0).startswith("the larger of that and the mean run time")
+    assert p.upper_basis(test, 0).startswith("once it runs, the mean run time")
 
 
 def test_a_window_of_one_kind_of_job_gives_a_sure_answer():
