@@ -15,7 +15,7 @@ import functools
 import inspect
 import types
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import typer
 
@@ -25,6 +25,9 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 
 ALIASES: dict[str, tuple[str, ...]] = {"deadline": ("--cp-deadline",)}
 """Older spellings kept working (docs and scripts use them)."""
+LISTED_CHOICES = 50
+"""Characters of a choice's values (``a|b|c``) shown in the option's metavar at most; a
+longer list goes into its help text, so that help fits 80 columns."""
 
 
 def _option(name: str) -> inspect.Parameter:
@@ -42,6 +45,12 @@ def _option(name: str) -> inspect.Parameter:
         decls = [f"{flag}/--no-{flag[2:]}"]
     elif get_origin(annotation) in (Union, types.UnionType):
         (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
+    choices = [str(value) for value in get_args(annotation)]
+    if get_origin(annotation) is Literal and len("|".join(choices)) > LISTED_CHOICES:
+        options["metavar"] = "<name>"
+        options["help"] = f"{field.description} One of: {', '.join(choices)}. " + (
+            f"[default policy: {default}]"
+        )
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
