@@ -72,62 +72,57 @@ class Split:
         return f"{self.running.name}'s prediction"
 
 
-class OracleFor:
-    """Queued jobs: the oracle for those whose real run time is below ``cut`` s
-    (``below``) or at least ``cut`` s (not ``below``), ``inner`` for the others; running
-    jobs planned with ``inner`` (its prediction as the upper estimate, as :class:`Split`)."""
+class LastTwoWhenRunning:
+    """Running jobs planned with last-two (its prediction as the upper estimate, as
+    :class:`Split`); queued jobs by what a subclass's ``predict`` makes of the jobs' real
+    run times (``run_times``) and ``cut`` s."""
 
-    def __init__(
-        self, name: str, inner: Predictor, run_times: Mapping[str, int], cut: int, below: bool
-    ) -> None:
+    def __init__(self, name: str, run_times: Mapping[str, int], cut: int) -> None:
         self.name = name
-        self.inner = inner
-        self.oracle = make_predictor("oracle", run_times=run_times)
-        self.run_times, self.cut, self.below = run_times, cut, below
-        self.memory: Memory = inner.memory
+        self.running = make_predictor("last-two")
+        self.run_times, self.cut = run_times, cut
+        self.memory: Memory = self.running.memory
 
     def observe(self, finished: FinishedJob) -> None:
-        self.inner.observe(finished)
+        self.running.observe(finished)
+
+    def upper(self, job: Job, t: int) -> int:
+        return self.running.predict(job, t)
+
+    def upper_basis(self, job: Job, t: int) -> str:
+        return f"{self.running.name}'s prediction"
+
+
+class OracleFor(LastTwoWhenRunning):
+    """Queued jobs: the oracle for those whose real run time is below ``cut`` s
+    (``below``) or at least ``cut`` s (not ``below``), last-two for the others."""
+
+    def __init__(self, name: str, run_times: Mapping[str, int], cut: int, below: bool) -> None:
+        super().__init__(name, run_times, cut)
+        self.oracle = make_predictor("oracle", run_times=run_times)
+        self.below = below
 
     def predict(self, job: Job, t: int) -> int:
         known = (self.run_times[job.id] < self.cut) == self.below
-        return (self.oracle if known else self.inner).predict(job, t)
-
-    def upper(self, job: Job, t: int) -> int:
-        return self.inner.predict(job, t)
-
-    def upper_basis(self, job: Job, t: int) -> str:
-        return f"{self.inner.name}'s prediction"
+        return (self.oracle if known else self.running).predict(job, t)
 
 
-class KnownShort:
+class KnownShort(LastTwoWhenRunning):
     """Queued jobs: last-two, corrected with which jobs really ran under ``cut`` s, by
-    ``rule`` (``known``, ``found`` or ``cleared``: the module doc); running jobs planned
-    with last-two (its prediction as the upper estimate, as :class:`Split`)."""
+    ``rule`` (``known``, ``found`` or ``cleared``: the module doc)."""
 
     def __init__(self, name: str, run_times: Mapping[str, int], cut: int, rule: str) -> None:
-        self.name = name
-        self.inner = make_predictor("last-two")
-        self.run_times, self.cut, self.rule = run_times, cut, rule
-        self.memory: Memory = self.inner.memory
-
-    def observe(self, finished: FinishedJob) -> None:
-        self.inner.observe(finished)
+        super().__init__(name, run_times, cut)
+        self.rule = rule
 
     def predict(self, job: Job, t: int) -> int:
-        guess = self.inner.predict(job, t)
+        guess = self.running.predict(job, t)
         short, cut = self.run_times[job.id] < self.cut, self.cut
         if short and (self.rule == "known" or (self.rule == "found" and guess >= cut)):
             return clamp(cut / 2, job)
         if not short and self.rule == "cleared" and guess < cut:
             return clamp(cut, job)
         return guess
-
-    def upper(self, job: Job, t: int) -> int:
-        return self.inner.predict(job, t)
-
-    def upper_basis(self, job: Job, t: int) -> str:
-        return f"{self.inner.name}'s prediction"
 
 
 def split_runs(cut: int) -> dict[str, PredictorFactory]:
@@ -143,7 +138,7 @@ def split_runs(cut: int) -> dict[str, PredictorFactory]:
         return lambda run_times: Split(name, queued(run_times), running(run_times))
 
     def partial(name: str, below: bool) -> PredictorFactory:
-        return lambda run_times: OracleFor(name, make_predictor("last-two"), run_times, cut, below)
+        return lambda run_times: OracleFor(name, run_times, cut, below)
 
     runs: dict[str, PredictorFactory] = {
         "queued-oracle": split("queued-oracle", oracle, last_two),

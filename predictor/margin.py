@@ -41,7 +41,7 @@ class Margin(Wrapping):
 
     def upper_basis(self, job: Job, t: int) -> str:
         inner = self.inner
-        if isinstance(inner, Bounding):
-            said = inner.upper_basis(job, t)
-            return f"{self.factor:g} times {said}, at most the requested time"
-        return self.basis(job, t)
+        said = (
+            inner.upper_basis(job, t) if isinstance(inner, Bounding) else self.inner_basis(job, t)
+        )
+        return f"{self.factor:g} times {said}, at most the requested time"

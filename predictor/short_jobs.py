@@ -114,10 +114,7 @@ class ShortJobs(HistBoosted):
     def chance_short(self, job: Job) -> float | None:
         """The classifier's chance that ``job`` runs under ``short`` seconds (None before
         its first fit)."""
-        model = self.model_
-        if model is None:
-            return None
-        return 1 / (1 + math.exp(-model.predict_row(self.state_.row(job))))
+        return _chance(self._answer(job)[2])
 
     # -- predicting -----------------------------------------------------------------------
 
@@ -130,16 +127,17 @@ class ShortJobs(HistBoosted):
         runs = [run for run in self.state_.recent_runs(job.user) if run < self.short]
         return statistics.median(runs) if runs else self.short / 2
 
-    def _answer(self, job: Job) -> tuple[float, str]:
-        """The prediction before the clamp, and which rule gave it."""
+    def _answer(self, job: Job) -> tuple[float, bool, float | None]:
+        """The prediction before the clamp, whether the classifier's call changed it, and
+        the classifier's log-odds of "short" (None before its first fit)."""
         last_two = self._last_two(job)
         model = self.model_  # read once: a background swap may happen meanwhile
         if model is None:
-            return last_two, "before-fit"
-        looks_short = model.predict_row(self.state_.row(job)) >= self._log_odds
-        if looks_short and last_two >= self.short:
-            return min(last_two, self._short_guess(job)), "short"
-        return last_two, "last-two"
+            return last_two, False, None
+        log_odds = model.predict_row(self.state_.row(job))
+        if log_odds >= self._log_odds and last_two >= self.short:
+            return min(last_two, self._short_guess(job)), True, log_odds
+        return last_two, False, log_odds
 
     def predict(self, job: Job, t: int) -> int:
         return clamp(self._answer(job)[0], job)
@@ -148,16 +146,20 @@ class ShortJobs(HistBoosted):
         return clamp(self._last_two(job), job)  # never below predict: that is at most it
 
     def basis(self, job: Job, t: int) -> str:
-        value, rule = self._answer(job)
+        value, called_short, log_odds = self._answer(job)
         last_two = self.fallback_.basis(job, t)
-        if rule == "before-fit":
+        chance = _chance(log_odds)
+        if chance is None:
             return f"before {self.name}'s first fit, {last_two}"
-        chance = self.chance_short(job)
-        assert chance is not None
         said = f"a classifier gives it a {chance:.0%} chance of running under {self.short} s"
-        if rule == "short":
+        if called_short:
             return f"{said}: the user's recent short jobs' run time ({round(value)} s)"
         return f"{said}, so {last_two}"
 
     def upper_basis(self, job: Job, t: int) -> str:
         return f"once it runs, {self.fallback_.basis(job, t)}"
+
+
+def _chance(log_odds: float | None) -> float | None:
+    """The probability a log-odds stands for (None stays None)."""
+    return None if log_odds is None else 1 / (1 + math.exp(-log_odds))
