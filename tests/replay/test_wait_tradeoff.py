@@ -62,3 +62,8 @@ def test_a_short_replay_gives_the_table_and_the_chart(
     assert (found["unbounded"] / "summary.json").stat().st_mtime_ns == made  # not replayed
     chart = bench.plot("kth, jobs 1-300", figs, tmp_path / "curve.png")
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_trigger_line_runs_from_the_soonest_trigger_to_none(bench: ModuleType) -> None:
+    runs = ["today", "unbounded", "1d", "1h", "6h+today3h", "3h/2", "90m"]
+    assert bench.trigger_line(runs) == ["1h", "90m", "1d", "unbounded"]
