@@ -22,6 +22,7 @@ predictor ``NAME`` with ``prediction_margin = K``, ``NAME^Q`` with
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -54,13 +55,22 @@ def policy_of(run: str) -> Policy:
 def replay(trace: str, run: str, out: Path, traces: Path, jobs: int | None) -> Path:
     """The directory of ``run``'s replay of ``trace``, replayed unless it is there."""
     target = out / trace / run
-    policy = policy_of(run)
-    if made_with(target, policy):
-        return target
     began = time.perf_counter()
-    run_replay(replay_settings(trace, target, policy, traces, jobs))
-    print(f"  {trace} · {run}: {time.perf_counter() - began:.0f} s", flush=True)
+    if replay_unless_made(trace, policy_of(run), target, traces, jobs):
+        print(f"  {trace} · {run}: {time.perf_counter() - began:.0f} s", flush=True)
     return target
+
+
+def replay_unless_made(
+    trace: str, policy: Policy, target: Path, traces: Path, jobs: int | None, skip: int = 0
+) -> bool:
+    """Replay ``policy`` on ``trace`` (its first ``jobs`` after ``skip``) into ``target``
+    unless a replay made with it is there; whether it replayed."""
+    if made_with(target, policy):
+        return False
+    settings = replay_settings(trace, target, policy, traces, jobs)
+    run_replay(dataclasses.replace(settings, skip_jobs=skip))
+    return True
 
 
 def replay_settings(

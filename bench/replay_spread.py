@@ -26,16 +26,13 @@ with the same policy is not replayed again.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from rank_predictors import figures, policy_of, replay_settings
-from value_over_today import TRACE_FILES, TRACES, fmt, made_with
-
-from cpsched.replay.runner import run_replay
+from rank_predictors import figures, policy_of, replay_unless_made
+from value_over_today import TRACE_FILES, TRACES, fmt
 
 
 def replay_skipping(
@@ -43,13 +40,9 @@ def replay_skipping(
 ) -> Path:
     """The directory of ``run``'s replay of ``trace`` without its first ``skip`` jobs."""
     target = out / trace / run / f"skip-{skip}"
-    policy = policy_of(run)
-    if made_with(target, policy):
-        return target
     began = time.perf_counter()
-    settings = replay_settings(trace, target, policy, traces, jobs)
-    run_replay(dataclasses.replace(settings, skip_jobs=skip))
-    print(f"  {trace} · {run} · skip {skip}: {time.perf_counter() - began:.0f} s", flush=True)
+    if replay_unless_made(trace, policy_of(run), target, traces, jobs, skip):
+        print(f"  {trace} · {run} · skip {skip}: {time.perf_counter() - began:.0f} s", flush=True)
     return target
 
 

@@ -4,8 +4,9 @@
         [--runs unbounded,1h,3h,6h,12h,1d,6h+today3h] [--jobs N] [--skip-jobs K] \\
         [--parallel 2] [--plot docs/img/wait-tradeoff-kth.png]
 
-Issue 39's targets ask for the mean gain and a tail no worse than today's at once; where
-no setting gives both, what a site can choose between is the curve the settings trace.
+The wait-bound targets (docs/wait-bound.md) ask for the mean gain and a tail no worse than
+today's at once; where no setting gives both, what a site can choose between is the curve
+the settings trace.
 Each run is ``today``, ``default``, ``unbounded`` (the default without a bound), or the
 default with a bound written ``AFTER[/DEPTH][+todayW][+qQ]``: a guarantee once a job has
 waited ``AFTER`` (``3h``, ``1d``, ``90m``; ``unbounded`` for none), at most ``DEPTH``
@@ -26,7 +27,6 @@ both as ratios to today's, the target region shaded.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import time
@@ -35,15 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from rank_predictors import figures as bsld_p99_max
-from rank_predictors import replay_settings
-from value_over_today import TRACE_FILES, TRACES, fmt, made_with
+from rank_predictors import replay_unless_made
+from value_over_today import TRACE_FILES, TRACES, fmt
 
 from cpsched.replay.plots import save_png
-from cpsched.replay.runner import run_replay
 from cpsched.runtime.policy import Policy
 
 TARGETS = {"bsld": 0.75, "p99": 1.0, "max": 1.25, "long": 1.0}
-"""Issue 39's targets, each a ratio to today's: the most a run may have."""
+"""The wait-bound targets (docs/wait-bound.md), each a ratio to today's: the most a run
+may have."""
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 BOUND = re.compile(r"^(?P<after>unbounded|\d+[smhd])(?:/(?P<depth>\d+))?$")
 
@@ -83,15 +83,12 @@ def policy_of(run: str) -> Policy:
 
 def replay(trace: str, run: str, where: Path, traces: Path, jobs: int | None, skip: int) -> Path:
     """The directory of ``run``'s replay, replayed unless it is there already."""
-    policy = policy_of(run)
-    if made_with(where, policy):
-        return where
     began, cpu = time.perf_counter(), time.process_time()
-    settings = replay_settings(trace, where, policy, traces, jobs)
-    run_replay(dataclasses.replace(settings, skip_jobs=skip))
-    used = time.process_time() - cpu
-    (where / "cpu.json").write_text(json.dumps({"cpu_s": used}))
-    print(f"  {trace} · {run}: {time.perf_counter() - began:.0f} s, {used:.0f} s CPU", flush=True)
+    if replay_unless_made(trace, policy_of(run), where, traces, jobs, skip):
+        used = time.process_time() - cpu
+        (where / "cpu.json").write_text(json.dumps({"cpu_s": used}))
+        took = time.perf_counter() - began
+        print(f"  {trace} · {run}: {took:.0f} s, {used:.0f} s CPU", flush=True)
     return where
 
 
