@@ -34,7 +34,7 @@ def extensions_due(snapshot: Snapshot, policy: CorrectionPolicy) -> tuple[Extens
     now = snapshot.time
     due: list[Extension] = []
     for rj in snapshot.running:
-        if not policy.due(rj.start, rj.time_limit, now):
+        if rj.trial or not policy.due(rj.start, rj.time_limit, now):  # a trial ends as it is
             continue
         new_limit = policy.next_limit(rj.time_limit, rj.extensions)
         if new_limit is not None:

@@ -119,6 +119,9 @@ class RunningJob:
     allocation: Allocation
     extensions: int = 0
     """How many times the limit has been extended (walltime correction counts them)."""
+    trial: bool = False
+    """A trial run (:mod:`cpsched.core.trial_runs`): ``time_limit`` is the trial's end, when
+    the job goes back to the queue unless it has ended (no limit of it is extended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +334,9 @@ class Start:
     """A block start the dispatcher knows the workload manager's split of could still
     change (a job on its nodes ending first): it waited the policy's ``split_wait`` for a
     steady one (:mod:`cpsched.core.steady_blocks`). The bridge then starts it at once."""
+    trial: int | None = None
+    """A trial run (:mod:`cpsched.core.trial_runs`): the job runs at most this many seconds
+    and goes back to the queue then, unless it has ended (None: an ordinary start)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from cpsched.core.site_dispatch import SiteRulesDispatcher
 from cpsched.core.site_placement import SitePlacement
 from cpsched.core.state import DispatcherState
 from cpsched.core.steady_blocks import SPLIT_WAIT_S, SteadyBlocks, SteadyStarts
+from cpsched.core.trial_runs import TrialRuns
 from cpsched.core.wait_bound import BoundSettings, WaitBound
 from cpsched.errors import UnknownPolicyError
 
@@ -83,6 +84,7 @@ def make_dispatcher(
     wait_bound_depth: int | None = None,
     wait_overdue_quantile: float | None = None,
     wait_bound_today: int | None = None,
+    trial_runs: int | None = None,
 ) -> Dispatcher:
     """The dispatcher registered as ``name`` placing jobs with ``allocator``.
 
@@ -107,6 +109,9 @@ def make_dispatcher(
     ``wait_bound_today``: a job that has waited that long is promised a start, whatever the
     depth, once today's scheduler, run beside, would have reserved room for it, and starts
     first where it fits once today's would have started it (None: neither).
+    ``trial_runs``: after each decision, jobs predicted at least that many seconds run that
+    long on what it leaves idle, each once, and go back to the queue unless they ended
+    (:mod:`cpsched.core.trial_runs`; None: none).
     """
     dispatcher: Dispatcher
     state = state if state is not None else DispatcherState()  # its parts are shared below
@@ -161,6 +166,9 @@ def make_dispatcher(
     dispatcher = SiteRulesDispatcher(SteadyStarts(dispatcher, state.split_waits, split_wait))
     bound = BoundSettings(wait_bound, wait_bound_depth, wait_overdue_quantile, wait_bound_today)
     dispatcher = bounded(dispatcher, allocator, state, split_wait, bound, queue_order)
+    if trial_runs:
+        placer = make_placer(allocator, state, split_wait)
+        dispatcher = TrialRuns(dispatcher, placer, trial_runs, state)
     return corrected(dispatcher, correction)
 
 

@@ -146,6 +146,9 @@ class DispatcherState:
     jobs end (:meth:`cpsched.runtime.cluster.Cluster.finished`): which queued jobs today
     would have served by now (:mod:`cpsched.core.today_schedule`). Kept only for a bound
     that asks (None: not run)."""
+    tried: set[str] = field(default_factory=set)
+    """Jobs given a trial run (:mod:`cpsched.core.trial_runs`) still queued or running:
+    none is tried twice."""
     guarantees_broken: int = 0
     """Promises that could not be kept (a running job's limit was extended, or the state
     was lost): each then moved to the earliest time the job can still be given."""

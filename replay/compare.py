@@ -150,6 +150,7 @@ SAID = {
     "wait_bound_depth",
     "wait_overdue_quantile",
     "wait_bound_today",
+    "trial_run",
 }
 """Settings :func:`describe` puts in words; the others it lists as ``name=value``."""
 
@@ -183,6 +184,11 @@ def describe(policy: Policy) -> str:
         words += (
             f", after {human_duration(policy.wait_bound_today)} a job is given what today's "
             "scheduler would have given it"
+        )
+    if policy.trial_run:
+        words += (
+            f", jobs predicted longer tried for {human_duration(policy.trial_run)} on what "
+            "is left idle"
         )
     default = Policy()
     # A job can only outlive a prediction that is not its limit or its real run time.

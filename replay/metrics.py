@@ -155,6 +155,8 @@ def _dispatch(result: ReplayResult, include_timings: bool) -> dict[str, object]:
             for name, v in sorted(d.model_size.items())
         },
     }
+    if d.trials is not None:
+        out["trial_runs"] = {str(k): int(v) for k, v in d.trials.items()}
     if include_timings:
         ms = d.wall_ms
         some = ms.size > 0

@@ -186,6 +186,10 @@ class DispatchStats:
     """Reason -> count of the ``fallbacks`` (``Diagnostics.fallback_reason``)."""
     run_s: float | None = None
     """Measured wall-clock seconds of the whole simulation, when measured."""
+    trials: dict[str, int] | None = None
+    """Trial runs (:mod:`cpsched.core.trial_runs`), when the policy makes them: how many,
+    how many jobs ended within theirs, how many went back to the queue and the cpu-seconds
+    those trials took (``runs``, ``ended``, ``requeued``, ``requeued_cpu_s``)."""
 
     @classmethod
     def from_columns(

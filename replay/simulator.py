@@ -76,9 +76,13 @@ class SimulatorOptions:
     can extend the limit (the correction policy's lead); None: never for that reason."""
 
 
-END, WAKE = 0, 1
-"""Event kinds: a job ends (done or killed); a job nears a limit that would kill it."""
+END, WAKE, REQUEUE = 0, 1, 2
+"""Event kinds: a job ends (done or killed); a job nears a limit that would kill it; a
+trial run ends with its job still running (it goes back to the queue)."""
 
+TRIAL_COUNTS = ("runs", "ended", "requeued", "requeued_cpu_s")
+"""What the replay counts of trial runs: made, ended within the trial, put back in the
+queue, and the cpu-seconds of those."""
 
 Progress = Callable[[int], None]
 """Called with the number of jobs finished so far: at most every ``PROGRESS_EVERY_S``
@@ -140,6 +144,8 @@ class Simulator:
         self._events: list[tuple[int, int, int, int]] = []
         self._version = [0] * count
         self._extensions = 0
+        self._trials: dict[str, int] | None = None
+        """Trial runs made, ended within their trial, cpu-seconds requeued (None: none)."""
 
         self._times = array("q")
         self._queue_lengths = array("i")
@@ -180,6 +186,10 @@ class Simulator:
                 if seen != version[index]:
                     continue  # the job's limit changed since this was planned
                 if kind == WAKE:
+                    wake = True
+                    continue
+                if kind == REQUEUE:
+                    self._requeue(index)
                     wake = True
                     continue
                 self._finish(index, when)
@@ -275,9 +285,15 @@ class Simulator:
     def _apply(self, decision: Decision, start: int) -> None:
         queue = self._queue
         self._queued_seen = self._running_seen = self._free_seen = None
-        started = [queue.pop(s.job_id) for s in decision.starts]
+        starts = decision.starts
+        if any(s.trial is not None for s in starts):
+            for s in starts:
+                if s.trial is not None:
+                    self._try(queue.pop(s.job_id), s.allocation, s.trial, start)
+            starts = tuple(s for s in starts if s.trial is None)
+        started = [queue.pop(s.job_id) for s in starts]
         self.cluster.started(start, started)
-        for s, job in zip(decision.starts, started, strict=True):
+        for s, job in zip(starts, started, strict=True):
             index = self._index[job.id]
             self._efficiency[index] = self._allocation_efficiency(job, s.allocation)
             shift(self._rows, self._free_total, s.allocation, job, -1, self.system.nodes)
@@ -288,6 +304,45 @@ class Simulator:
             self._start[index] = start
             self._predicted[index] = duration
             self._plan_end(index, running)
+
+    def _try(self, job: Job, allocation: Allocation, seconds: int, start: int) -> None:
+        """``job`` runs a trial of ``seconds`` from ``start``: it ends within it, or goes
+        back to the queue then (:meth:`_requeue`)."""
+        trials = self._trials = self._trials or dict.fromkeys(TRIAL_COUNTS, 0)
+        trials["runs"] += 1
+        index = self._index[job.id]
+        shift(self._rows, self._free_total, allocation, job, -1, self.system.nodes)
+        running = RunningJob(job, start, seconds, allocation, trial=True)
+        self._running[job.id] = running
+        self.book.trial_started(job, seconds)
+        run = self.trace[index].run_time
+        if run <= seconds:  # it has simply run: a start like any other, seen at its end
+            self._start[index] = start
+            self._predicted[index] = seconds
+            self._efficiency[index] = self._allocation_efficiency(job, allocation)
+            heapq.heappush(self._events, (start + run, END, index, self._version[index]))
+        else:
+            heapq.heappush(self._events, (start + seconds, REQUEUE, index, self._version[index]))
+
+    def _requeue(self, index: int) -> None:
+        """A trial ended with its job still running: the job waits again, at its place."""
+        job = self.trace[index].job
+        rj = self._running.pop(job.id)
+        self._running_seen = self._free_seen = self._queued_seen = None
+        shift(self._rows, self._free_total, rj.allocation, job, 1, self.system.nodes)
+        assert self._trials is not None
+        self._trials["requeued"] += 1
+        names = self.system.resource_names
+        cpu = names.index("cpu") if "cpu" in names else 0
+        self._trials["requeued_cpu_s"] += rj.time_limit * job.request[cpu]
+        self.book.requeued(job)
+        queue = self._queue
+        last = next(reversed(queue), None)
+        queue[job.id] = job
+        if last is None or self._index[last] < index:
+            return  # submitted after every job waiting: its place is the end
+        order = self._index.__getitem__
+        self._queue = {job_id: queue[job_id] for job_id in sorted(queue, key=order)}
 
     def _allocation_efficiency(self, job: Job, allocation: Allocation) -> float:
         """Thesis eq. 2.7: what ``job`` takes over what its nodes had free just before,
@@ -340,6 +395,10 @@ class Simulator:
         self._end[index] = end
         killed = end < rj.start + tj.run_time
         self._killed[index] = killed
+        if rj.trial:  # a trial that ended within its time: the job has run
+            assert self._trials is not None
+            self._trials["ended"] += 1
+            self.cluster.started(rj.start, [tj.job])
         self.book.finished(tj.job, rj.start, end, censored=killed)
         self.cluster.finished(tj.job.id, rj.start, end)
         if self._fairshare is not None:
@@ -375,6 +434,7 @@ class Simulator:
             fallbacks=self._fallbacks,
             fallback_reasons=dict(sorted(self._fallback_reasons.items())),
             extensions=self._extensions,
+            trials=self._trials,
             solver_status=dict(sorted(self._statuses.items())),
         )
         return ReplayResult(jobs=jobs, series=series, dispatch=dispatch, settings={})

@@ -137,6 +137,18 @@ class DurationBook:
         self._touch(job.id)
         return duration
 
+    def trial_started(self, job: Job, seconds: int) -> None:
+        """``job`` runs a trial of ``seconds`` (:mod:`cpsched.core.trial_runs`): planned to
+        end with it; it keeps the prediction it had queued, for when it comes back."""
+        self.durations[job.id] = seconds
+        self._touch(job.id)
+
+    def requeued(self, job: Job) -> None:
+        """``job``'s trial ended with the job still running: it waits again, predicted as
+        before (it is known to run longer than its trial, which that prediction was)."""
+        self.durations[job.id] = self._queued[job.id]
+        self._touch(job.id)
+
     def extended(self, job_id: str, new_limit: int) -> None:
         """A running job's limit was raised to ``new_limit``: it may now run that long."""
         duration = max(self.durations[job_id], new_limit)

@@ -288,6 +288,14 @@ class Policy(BaseModel):
         "on the requests), would have reserved room for it, and starts first where it "
         "fits once today's would have started it (0: none).",
     )
+    trial_run: int = Field(
+        0,
+        ge=0,
+        description="After each decision, a queued job predicted at least this many seconds "
+        "runs that long on what the decision leaves idle, once, and goes back to the queue "
+        "unless it ended: the very short jobs found by running them (0: none; replays "
+        "only, as no bridge requeues jobs yet).",
+    )
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."
     )
@@ -470,6 +478,7 @@ class Policy(BaseModel):
             wait_bound_depth=self.wait_bound_depth or None,
             wait_overdue_quantile=self.wait_overdue_quantile or None,
             wait_bound_today=self.wait_bound_today or None,
+            trial_runs=self.trial_run or None,
         )
         # The service's fallback keeps the same guarantees (the CP dispatcher's own copy
         # of it is inside the bound already).

@@ -15,6 +15,7 @@ from contextlib import nullcontext
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.state import DispatcherState
+from cpsched.errors import ConfigError
 from cpsched.predictor.base import Persisting, Predictor
 from cpsched.runtime.cluster import Cluster
 from cpsched.runtime.codec import TranslationMemo
@@ -47,6 +48,12 @@ def build_dispatchers(
 ) -> tuple[Dispatcher, Dispatcher]:
     """The configured dispatcher (learning into ``state``) and the heuristic answering
     when it cannot in time: the same object a CP dispatcher falls back on."""
+    if policy.trial_run:
+        raise ConfigError(
+            f"trial_run = {policy.trial_run}: trial runs put jobs back in the queue, which "
+            "neither bridge can do yet; set trial_run = 0 (try it in a replay: cpsched "
+            "replay TRACE --trial-run SECONDS)"
+        )
     return policy.make_dispatchers(plan=True, state=state)
 
 

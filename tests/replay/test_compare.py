@@ -38,3 +38,8 @@ def test_an_upper_estimate_for_running_jobs_is_said_except_for_the_oracle():
     words = describe(Policy.named("unbounded", prediction_upper_quantile=0.9))
     assert words.endswith("running jobs planned to the 0.9 quantile of the user's errors")
     assert "quantile" not in describe(Policy.named("oracle", prediction_upper_quantile=0.9))
+
+
+def test_trial_runs_are_said_in_words():
+    words = describe(Policy(trial_run=60))
+    assert words.endswith(", jobs predicted longer tried for 1 min on what is left idle")

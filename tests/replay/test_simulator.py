@@ -6,6 +6,7 @@ import pytest
 
 from cpsched.core import Decision, Node, make_dispatcher
 from cpsched.predictor.walltime import WallTime
+from cpsched.replay.metrics import summarise
 from cpsched.replay.simulator import ReplayStalledError, Simulator, SimulatorOptions
 from cpsched.replay.swf import TraceJob
 from cpsched.replay.system import System
@@ -259,3 +260,35 @@ def test_progress_is_told_as_time_passes_not_every_few_thousand_jobs():
         system(4), trace, make_dispatcher("easy", "first-fit"), WallTime(), progress=quiet.append
     ).run()
     assert quiet[-1] == 100
+
+
+def test_a_trial_ends_the_short_job_and_puts_the_long_one_back_in_its_place():
+    # 4 cores, FCFS: `b` waits for all 4 until `a` ends at 1,000, and `c`, `d` behind it.
+    # `c` (30 s) is tried at 2 on the idle core and has run by 32; `d` (200 s) is tried at
+    # 40, goes back to the queue at 100 (not tried again) and starts after `b`, at 1,100.
+    trace = [
+        trace_job("a", 0, 3, 1000, 1000),
+        trace_job("b", 1, 4, 100, 100),
+        trace_job("c", 2, 1, 500, 30),
+        trace_job("d", 40, 1, 500, 200),
+    ]
+    sim = Simulator(
+        system(4),
+        trace,
+        make_dispatcher("fcfs", "first-fit", trial_runs=60),
+        WallTime(),
+        SimulatorOptions(validate=True),
+    )
+    result = sim.run()
+    assert result.jobs.start.tolist() == [0, 1000, 2, 1100]
+    assert result.jobs.end.tolist() == [1000, 1100, 32, 1300]
+    assert not result.jobs.killed.any()
+    trials = {"runs": 2, "ended": 1, "requeued": 1, "requeued_cpu_s": 60}
+    assert result.dispatch.trials == trials
+    assert summarise(result)["trial_runs"] == trials
+
+
+def test_a_replay_without_trials_says_nothing_of_them():
+    result = replay(HAND_TRACE)
+    assert result.dispatch.trials is None
+    assert "trial_runs" not in summarise(result)

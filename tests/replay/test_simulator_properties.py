@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from cpsched.core import Decision, Job, Node, make_dispatcher
 from cpsched.core.allocators import make_allocator
 from cpsched.core.conservative import backfill_with_depth
+from cpsched.core.state import DispatcherState
 from cpsched.predictor.walltime import WallTime
 from cpsched.replay.simulator import Simulator, SimulatorOptions
 from cpsched.replay.swf import TraceJob
@@ -149,3 +150,31 @@ def test_conservative_backfilling_runs_every_job_once_within_capacity(workload, 
     dispatcher = make_dispatcher("easy", allocator, backfill_depth=depth)
     starts = starts_of(machine, jobs, dispatcher)  # validated call by call
     assert all(s >= j.job.submit for s, j in zip(starts, jobs, strict=True))
+
+
+@common
+@given(
+    workloads(exact_estimates=True),
+    st.sampled_from(["fcfs", "easy"]),
+    st.sampled_from([None, 1]),
+    st.integers(1, 100),
+)
+def test_trial_runs_lose_no_job_and_break_no_guarantee(workload, dispatcher, bound, seconds):
+    # Jobs end by their limits (exact estimates): a start guarantee must hold, trials or not.
+    machine, jobs = workload
+    state = DispatcherState()
+    tried = make_dispatcher(
+        dispatcher,
+        "first-fit",
+        state=state,
+        wait_bound=bound,
+        wait_bound_depth=1,
+        trial_runs=seconds,
+    )
+    result = Simulator(machine, jobs, tried, WallTime(), SimulatorOptions(validate=True)).run()
+    assert (result.jobs.start >= result.jobs.submit).all()
+    assert (result.jobs.end == result.jobs.start + result.jobs.trace_run).all()
+    assert not result.jobs.killed.any()
+    trials = result.dispatch.trials or {"runs": 0, "ended": 0, "requeued": 0}
+    assert trials["runs"] == trials["ended"] + trials["requeued"]
+    assert state.guarantees_broken == 0

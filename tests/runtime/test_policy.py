@@ -9,6 +9,7 @@ import pytest
 
 from cpsched.core.registry import DISPATCHERS, make_dispatcher
 from cpsched.core.state import DispatcherState
+from cpsched.core.trial_runs import TrialRuns
 from cpsched.core.wait_bound import WaitBound
 from cpsched.errors import ConfigError
 from cpsched.predictor.registry import PREDICTORS
@@ -178,3 +179,12 @@ def test_make_dispatcher_searches_with_the_products_defaults():
     )
     assert cp.search.patience == default.patience
     assert cp.fallback.max_jobs == Policy().fallback_depth
+
+
+def test_trial_runs_reach_the_replays_dispatcher_and_the_service_refuses_them():
+    policy = Policy(trial_run=60)
+    dispatcher: Any = policy.make_dispatcher(replay=True)
+    assert isinstance(dispatcher, TrialRuns) and dispatcher.seconds == 60
+    assert not isinstance(Policy().make_dispatcher(replay=True), TrialRuns)
+    with pytest.raises(ConfigError, match=r"trial_run = 60: .*neither bridge"):
+        build_dispatchers(policy)
