@@ -16,7 +16,8 @@ of the default are deterministic (the CP search is limited by solver work), so w
 runs on the machine changes only the replay times. ``--jobs N`` replays each trace's first
 N jobs (Curie's first 50,000 at most, as bench/value_over_today.py). ``NAME*K`` is the
 predictor ``NAME`` with ``prediction_margin = K``, ``NAME^Q`` with
-``prediction_upper_quantile = Q`` (both: ``NAME*K^Q``).
+``prediction_upper_quantile = Q`` (both: ``NAME*K^Q``); ``NAME+trialS`` with trial runs of
+``S`` seconds (``trial_run``, docs/trial-runs.md).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ BASELINE = "last-two"
 def policy_of(run: str) -> Policy:
     if run == "today":
         return Policy.named("today")
+    run, _, trial = run.partition("+trial")
     run, _, upper = run.partition("^")
     name, _, margin = run.partition("*")
     return Policy.named(
@@ -49,6 +51,7 @@ def policy_of(run: str) -> Policy:
         predictor=name,
         prediction_margin=float(margin or 1),
         prediction_upper_quantile=float(upper or 0),
+        trial_run=int(trial or 0),
     )
 
 

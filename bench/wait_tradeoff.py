@@ -8,11 +8,12 @@ The wait-bound targets (docs/wait-bound.md) ask for the mean gain and a tail no 
 today's at once; where no setting gives both, what a site can choose between is the curve
 the settings trace.
 Each run is ``today``, ``default``, ``unbounded`` (the default without a bound), or the
-default with a bound written ``AFTER[/DEPTH][+todayW][+qQ]``: a guarantee once a job has
+default with a bound written ``AFTER[/DEPTH][+todayW][+qQ][+trialS]``: a guarantee once a job has
 waited ``AFTER`` (``3h``, ``1d``, ``90m``; ``unbounded`` for none), at most ``DEPTH``
 held at once (the default's 1 unless given), ``+todayW`` a job owed today's reservation
 and start after waiting ``W`` (``wait_bound_today``), ``+qQ`` the overdue quantile
-(``wait_overdue_quantile``). Every run replays the same jobs (the trace's first
+(``wait_overdue_quantile``), ``+trialS`` trial runs of ``S`` (``trial_run``,
+docs/trial-runs.md). Every run replays the same jobs (the trace's first
 ``--jobs`` after ``--skip-jobs``), ``--parallel`` at a time (replays are deterministic:
 the load changes only their times); a run whose ``summary.json`` exists under ``--out``
 with the same policy is not replayed again.
@@ -76,8 +77,10 @@ def policy_of(run: str) -> Policy:
             changes["wait_bound_today"] = seconds(extra.removeprefix("today"))
         elif extra.startswith("q"):
             changes["wait_overdue_quantile"] = float(extra.removeprefix("q"))
+        elif extra.startswith("trial"):
+            changes["trial_run"] = seconds(extra.removeprefix("trial"))
         else:
-            raise ValueError(f"{run!r}: after + comes todayW or qQ, not {extra!r}")
+            raise ValueError(f"{run!r}: after + comes todayW, qQ or trialS, not {extra!r}")
     return Policy.named("default", **changes)
 
 

@@ -30,6 +30,10 @@ def test_a_bound_written_out_is_that_policy(bench: ModuleType) -> None:
     )
 
 
+def test_trial_runs_written_out(bench: ModuleType) -> None:
+    assert bench.policy_of("6h+trial1m") == Policy.named("default", trial_run=60)
+
+
 def test_the_default_bound_is_the_default_policy(bench: ModuleType) -> None:
     assert bench.policy_of("6h") == Policy.named("default")
     assert bench.policy_of("default") == Policy.named("default")
