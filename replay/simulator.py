@@ -311,15 +311,15 @@ class Simulator:
         trials = self._trials = self._trials or dict.fromkeys(TRIAL_COUNTS, 0)
         trials["runs"] += 1
         index = self._index[job.id]
-        shift(self._rows, self._free_total, allocation, job, -1, self.system.nodes)
-        running = RunningJob(job, start, seconds, allocation, trial=True)
-        self._running[job.id] = running
-        self.book.trial_started(job, seconds)
         run = self.trace[index].run_time
         if run <= seconds:  # it has simply run: a start like any other, seen at its end
             self._start[index] = start
-            self._predicted[index] = seconds
+            self._predicted[index] = self.book.durations[job.id]  # what it was planned with
             self._efficiency[index] = self._allocation_efficiency(job, allocation)
+        shift(self._rows, self._free_total, allocation, job, -1, self.system.nodes)
+        self._running[job.id] = RunningJob(job, start, seconds, allocation, trial=True)
+        self.book.trial_started(job, seconds)
+        if run <= seconds:
             heapq.heappush(self._events, (start + run, END, index, self._version[index]))
         else:
             heapq.heappush(self._events, (start + seconds, REQUEUE, index, self._version[index]))

@@ -282,6 +282,7 @@ def test_a_trial_ends_the_short_job_and_puts_the_long_one_back_in_its_place():
     result = sim.run()
     assert result.jobs.start.tolist() == [0, 1000, 2, 1100]
     assert result.jobs.end.tolist() == [1000, 1100, 32, 1300]
+    assert result.jobs.predicted[2] == 500  # what `c` was planned with: its limit
     assert not result.jobs.killed.any()
     trials = {"runs": 2, "ended": 1, "requeued": 1, "requeued_cpu_s": 60}
     assert result.dispatch.trials == trials
