@@ -33,11 +33,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cpsched.core.allocators import Allocator
-from cpsched.core.capacity import FreeCapacity, after_starts
+from cpsched.core.capacity import FreeCapacity
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Decision, Job, Snapshot, Start
 from cpsched.core.state import DispatcherState, passed
+from cpsched.core.wait_bound import slots_of
 
 
 class TrialRuns:
@@ -116,18 +117,19 @@ class TrialRuns:
     def _idle(self, snapshot: Snapshot, decision: Decision) -> FreeCapacity:
         """What is free once the decision's starts run, less the nodes of the start
         guarantees due before a trial would end."""
-        free = FreeCapacity.of(after_starts(snapshot, list(decision.starts)))
+        free = FreeCapacity.of(snapshot)
+        queued = {job.id: job for job in snapshot.queued}
+        for start in decision.starts:
+            free.take(start.allocation, queued[start.job_id])
         due = snapshot.time + self.seconds
-        held = {
-            name for g in self.state.guarantees.values() if g.start < due for name, _ in g.placement
-        }
-        if not held:
+        soon = {job_id: g for job_id, g in self.state.guarantees.items() if g.start < due}
+        if not soon:
             return free
-        rows, total = list(free.rows()), list(free.total)
-        for node, row in enumerate(rows):
-            if snapshot.nodes[node].name in held:
-                rows[node] = tuple(0 for _ in row)
-                total = [t - x for t, x in zip(total, row, strict=True)]
+        held = {node for slot in slots_of(soon, snapshot.nodes).values() for node, _ in slot or ()}
+        rows, total = free.rows(), list(free.total)
+        for node in held:
+            total = [t - x for t, x in zip(total, rows[node], strict=True)]
+            rows[node] = tuple(0 for _ in rows[node])
         return FreeCapacity(rows, total, snapshot.capacity_total, snapshot.nodes)
 
     def __getattr__(self, name: str) -> object:

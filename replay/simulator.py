@@ -144,6 +144,9 @@ class Simulator:
         self._events: list[tuple[int, int, int, int]] = []
         self._version = [0] * count
         self._extensions = 0
+        names = system.resource_names
+        self._cpu = names.index("cpu") if "cpu" in names else 0
+        """The type whose seconds the trials put back are counted in."""
         self._trials: dict[str, int] | None = None
         """Trial runs made, ended within their trial, cpu-seconds requeued (None: none)."""
 
@@ -332,9 +335,7 @@ class Simulator:
         shift(self._rows, self._free_total, rj.allocation, job, 1, self.system.nodes)
         assert self._trials is not None
         self._trials["requeued"] += 1
-        names = self.system.resource_names
-        cpu = names.index("cpu") if "cpu" in names else 0
-        self._trials["requeued_cpu_s"] += rj.time_limit * job.request[cpu]
+        self._trials["requeued_cpu_s"] += rj.time_limit * job.request[self._cpu]
         self.book.requeued(job)
         queue = self._queue
         last = next(reversed(queue), None)
