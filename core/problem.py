@@ -80,6 +80,10 @@ class Job:
     """The site's rules for this job (:mod:`cpsched.core.site`); None: none apply."""
     priority: int | None = None
     """The site's own priority (higher goes first), when the workload manager gives one."""
+    rerunnable: bool = True
+    """The workload manager may put it back in the queue once started, and it never went
+    back yet: it may be given a trial run (:mod:`cpsched.core.trial_runs`). Every job of a
+    replay may; a bridge says it per job (Slurm's ``--requeue`` and restart count)."""
     resource_names: tuple[str, ...] = field(default=(), repr=False, compare=False)
     request: Amounts = field(init=False, repr=False, compare=False)
     wanted: Wanted = field(init=False, repr=False, compare=False)

@@ -21,11 +21,11 @@ What a trial costs is its nodes for ``seconds`` when the job turns out longer, a
 jobs it delays by that much (a planned start on those nodes within the trial). The
 running trial is shown to the dispatchers as a job whose limit is the trial's end.
 
-A workload manager must be able to put a started job back in its queue for this (Slurm's
-``scontrol requeue``, PBS's ``qrerun``), and the site must allow it for its jobs; neither
-bridge does it yet, so trials are for replays: the service refuses a policy with them.
-Nor are jobs tried on a cluster with site rules (reservations, partitions, features):
-a trial would have to check them all.
+Only a job the workload manager may put back in its queue is tried (``Job.rerunnable``:
+Slurm's ``--requeue``, and never a job that went back once); the bridge ends the trial
+(Slurm's ``scontrol requeuehold``). The site's rules hold for a trial as for any start: a
+job held back by the workload manager is not tried, and the policy's placement keeps it
+in its partitions, off other reservations' nodes within its limit, and so on.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from cpsched.core.capacity import FreeCapacity
 from cpsched.core.dispatcher import Dispatcher
 from cpsched.core.durations import Durations
 from cpsched.core.problem import Decision, Job, Snapshot, Start
+from cpsched.core.site import ineligible_reason
 from cpsched.core.state import DispatcherState, passed
 from cpsched.core.wait_bound import slots_of
 
@@ -65,7 +66,7 @@ class TrialRuns:
         tried.intersection_update(
             [job.id for job in snapshot.queued] + [rj.job.id for rj in snapshot.running]
         )
-        if not snapshot.site.empty or passed(self.state.deadline):
+        if passed(self.state.deadline):
             return decision
         candidates = self._candidates(snapshot, decision, durations)
         if not candidates:
@@ -100,11 +101,16 @@ class TrialRuns:
         among equals: the sort is stable)."""
         started = {start.job_id for start in decision.starts}
         tried, guaranteed, seconds = self.state.tried, self.state.guarantees, self.seconds
+        site, now = snapshot.site, snapshot.time
         candidates = [
             job
             for job in snapshot.queued
-            if job.constraints is None
+            if job.rerunnable
             and job.layout == "any"
+            and (
+                job.constraints is None
+                or ineligible_reason(job.constraints, job.time_limit, site, now) is None
+            )
             and job.time_limit > seconds
             and durations[job.id] >= seconds
             and job.id not in started

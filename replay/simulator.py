@@ -317,7 +317,8 @@ class Simulator:
         run = self.trace[index].run_time
         if run <= seconds:  # it has simply run: a start like any other, seen at its end
             self._start[index] = start
-            self._predicted[index] = self.book.durations[job.id]  # what it was planned with
+            # Its prediction at this start, as any start's (over HTTP: the service's).
+            self._predicted[index] = self.book.start_prediction(job, start)
             self._efficiency[index] = self._allocation_efficiency(job, allocation)
         shift(self._rows, self._free_total, allocation, job, -1, self.system.nodes)
         self._running[job.id] = RunningJob(job, start, seconds, allocation, trial=True)

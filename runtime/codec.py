@@ -436,9 +436,11 @@ def _running_job(
         # Once it runs, only whether it takes its nodes whole still matters.
         core_job(rj, unit_request, names, RUNS_EXCLUSIVE if rj.exclusive else None),
         rj.start,
-        rj.time_limit,
+        # A trial ends when the bridge puts the job back: the plan's limit for it.
+        rj.time_limit if rj.trial_end is None else rj.trial_end - rj.start,
         tuple(allocation),
         rj.extensions,
+        trial=rj.trial_end is not None,
     )
 
 

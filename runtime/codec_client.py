@@ -46,6 +46,7 @@ def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, Any]:
         "layout": job.layout,
         **_constraint_fields(job.constraints),
         **({"priority": job.priority} if job.priority is not None else {}),
+        **({"requeue": True} if job.rerunnable else {}),
     }
 
 
@@ -114,6 +115,14 @@ def snapshot_to_wire(snapshot: Snapshot, *, dry_run: bool = False) -> DispatchRe
         **_site_fields(snapshot.site, nodes),
         running=[
             RunningJobIn(
+                **_job_fields(rj.job, names),
+                start=rj.start,
+                allocation={nodes[node].name: units for node, units in rj.allocation},
+                extensions=rj.extensions,
+                trial_end=rj.start + rj.time_limit,
+            )
+            if rj.trial
+            else RunningJobIn(
                 **{**_job_fields(rj.job, names), "time_limit": rj.time_limit},
                 start=rj.start,
                 allocation={nodes[node].name: units for node, units in rj.allocation},
@@ -135,6 +144,7 @@ def decision_from_wire(answer: DecisionOut, snapshot: Snapshot) -> Decision:
                 s.job_id,
                 tuple((index[name], units) for name, units in s.allocation.items()),
                 s.may_drift,
+                s.trial_s,
             )
             for s in answer.starts
         ),

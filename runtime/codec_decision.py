@@ -43,6 +43,7 @@ def to_decision_out(
                 allocation={nodes[node].name: units for node, units in s.allocation},
                 predicted_run_time=predicted[s.job_id],
                 may_drift=s.may_drift,
+                trial_s=s.trial,
             )
             for s in decision.starts
         ],

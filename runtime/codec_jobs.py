@@ -128,6 +128,7 @@ def core_job(
         layout=wire.layout,
         constraints=constraints,
         priority=wire.priority,
+        rerunnable=wire.requeue and wire.restarts == 0,
         resource_names=names,
     )
 

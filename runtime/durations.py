@@ -250,7 +250,9 @@ class DurationBook:
 
     def _base_duration(self, rj: RunningJob, prediction: int) -> int:
         """What a running job is expected to take before :meth:`correct` judges it: its
-        prediction at start, or its limit once extended (EASY++)."""
+        prediction at start, its limit once extended (EASY++), or a trial's end."""
+        if rj.trial:
+            return rj.time_limit
         return max(prediction, rj.time_limit) if rj.extensions else prediction
 
     def _sync_running(
@@ -378,6 +380,9 @@ class DurationBook:
         for job_id in (self._queued.keys() | self._deferred) - queued.keys() - deferred:
             if job_id not in self._running:
                 durations.pop(job_id, None)
+            elif (trial := self._running_jobs.get(job_id)) is not None and trial.trial:
+                # Running a trial: it may come back, with the prediction it had queued.
+                queued[job_id] = self._queued[job_id]
         self._queued = queued
         self._deferred = deferred
 

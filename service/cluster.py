@@ -15,7 +15,6 @@ from contextlib import nullcontext
 
 from cpsched.core import Decision, Dispatcher, Job, Snapshot
 from cpsched.core.state import DispatcherState
-from cpsched.errors import ConfigError
 from cpsched.predictor.base import Persisting, Predictor
 from cpsched.runtime.cluster import Cluster
 from cpsched.runtime.codec import TranslationMemo
@@ -48,12 +47,6 @@ def build_dispatchers(
 ) -> tuple[Dispatcher, Dispatcher]:
     """The configured dispatcher (learning into ``state``) and the heuristic answering
     when it cannot in time: the same object a CP dispatcher falls back on."""
-    if policy.trial_run:
-        raise ConfigError(
-            f"trial_run = {policy.trial_run}: trial runs put jobs back in the queue, which "
-            "neither bridge can do yet; set trial_run = 0 (try it in a replay: cpsched "
-            "replay TRACE --trial-run SECONDS)"
-        )
     return policy.make_dispatchers(plan=True, state=state)
 
 
@@ -191,9 +184,14 @@ class ClusterRuntime(Cluster):
     ) -> None:
         """Remember what this decision started (``predicted``: empty for a dry run)."""
         by_id = {job.id: job for job in snapshot.queued}
+        trials = {s.job_id: s.trial for s in decision.starts if s.trial is not None}
         for job_id, duration in predicted.items():
-            self.book.started(by_id[job_id], snapshot.time, duration)
-        self.started(snapshot.time, (by_id[job_id] for job_id in predicted))
+            if job_id in trials:  # keeps its queued prediction, for when it comes back
+                self.book.trial_started(by_id[job_id], trials[job_id])
+            else:
+                self.book.started(by_id[job_id], snapshot.time, duration)
+        # A trial is not a start for the wait bound's record: the job may come back.
+        self.started(snapshot.time, (by_id[j] for j in predicted if j not in trials))
         self.last_snapshot = snapshot
         self.last_decision = decision
         self.shadow = dry_run

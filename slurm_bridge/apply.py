@@ -258,6 +258,18 @@ def _task_split(
     return split, ""
 
 
+def _untriable(job: JobView, backend: WorkloadManager) -> str | None:
+    """Why a trial run of ``job`` must not start (None: it may): the bridge would have
+    to put it back in the queue, and may only where the workload manager lets it."""
+    if not backend.ends_trials:
+        return f"a trial run, and this bridge cannot put a {backend.name} job back in its queue"
+    if not job.requeue:
+        return "a trial run of a job that may not be requeued (submitted with --no-requeue)"
+    if job.restarts:
+        return "a trial run of a job that went back to the queue before"
+    return None
+
+
 def apply_decision(
     decision: DecisionOut,
     state: ClusterState,
@@ -296,6 +308,8 @@ def apply_decision(
         why = check_start(job, start.allocation, state, _sum(promised, started_here))
         if why is None and job is not None and (over := over_limit(job, limits, used)):
             why = f"Slurm would hold it back ({over}) beside the jobs started before it"
+        if why is None and job is not None and start.trial_s is not None:
+            why = _untriable(job, backend)
         if why is not None or job is None:
             result.refused[start.job_id] = why or "unknown job"
             log.warning("start refused", extra={"job": start.job_id, "why": why})

@@ -72,6 +72,15 @@ class WorkloadManager(Protocol):
         """Hold a pending job again (and forget its pinned nodes when ``unpin``)."""
         ...
 
+    ends_trials: bool
+    """Whether it can put a running job back in its queue, held for cpsched
+    (:meth:`requeue_hold`): only then are jobs offered for trial runs."""
+
+    def requeue_hold(self, job_id: str) -> None:
+        """End a trial run: put the running job back in the queue, held for cpsched, its
+        pinned nodes forgotten (it runs again later, from its start)."""
+        ...
+
     def release_to_native(self, job_id: str) -> None:
         """Fallback: let the workload manager's own scheduler start this held job."""
         ...

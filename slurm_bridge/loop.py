@@ -12,7 +12,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cpsched.slurm_bridge import shadow
 from cpsched.slurm_bridge import state_file as bookkeeping
@@ -56,6 +56,8 @@ class CycleReport:
     left_out: dict[str, str] = field(default_factory=dict)  # job → why it was not decided
     standby: bool = False  # another bridge holds the cluster's writer lease
     handed_over: list[str] = field(default_factory=list)  # refused, given to the manager
+    trials_ended: list[str] = field(default_factory=list)  # put back in the queue, held
+    next_trial_s: float | None = None  # seconds until the next trial is due to end
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -96,7 +98,7 @@ class Bridge:
     def cycle(self) -> CycleReport:
         report = CycleReport()
         t0 = time.perf_counter()
-        state = self.backend.read_state()
+        state = self._with_first_submits(self.backend.read_state())
         report.timings["read_s"] = time.perf_counter() - t0
         report.time = state.time
         report.held, report.pending, report.running = (
@@ -114,6 +116,10 @@ class Bridge:
             for job_id in report.unpinned:
                 self.audit.record(state.time, "unpinned", job=job_id)
             self.metrics.inc("pins_removed_total", len(report.unpinned))
+            report.trials_ended = self._end_trials(state)
+            if report.trials_ended:  # back in the queue now: neither running nor queued here
+                gone = set(report.trials_ended)
+                state = replace(state, jobs=[j for j in state.jobs if j.id not in gone])
         request, notes = dispatch_request(
             state,
             shadow=shadow_mode,
@@ -124,6 +130,8 @@ class Bridge:
             splits_tasks=self.backend.splits_tasks,
             pins_splits=self.backend.pins_splits,
             left_out=report.left_out,
+            trials=self.book.trials,
+            ends_trials=self.backend.ends_trials,
         )
         report.notes += notes
         # Jobs Slurm listed but the bridge could not read: left out like the above
@@ -176,6 +184,7 @@ class Bridge:
         report.timings["finished_s"] = time.perf_counter() - t3
         self.book.forget_old(state.time)
         bookkeeping.save(self.settings.state_file, self.book)
+        report.next_trial_s = self._next_trial_end(state)
         self._record_metrics(report)
         return report
 
@@ -192,13 +201,23 @@ class Bridge:
         result = apply_decision(decision, state, self.backend, starting, may_drift, unpinned)
         drifting = result.drifting()
         self.drift_since = {job: self.drift_since.get(job, now) for job in drifting}
+        trials = {s.job_id: s.trial_s for s in decision.starts if s.trial_s is not None}
         for job_id, allocation in result.started.items():
             view = state.job(job_id)
             per_unit = dict(view.shape.per_unit) if view is not None else {}
             self.book.pinned[job_id] = bookkeeping.Pin(
                 at=now, allocation=allocation, per_unit=per_unit
             )
-            self.audit.record(state.time, "start", job=job_id, allocation=allocation)
+            trial = trials.get(job_id)
+            if trial is None:
+                self.book.trials.pop(job_id, None)
+                self.audit.record(state.time, "start", job=job_id, allocation=allocation)
+            else:
+                self.book.trials[job_id] = trial
+                self.audit.record(
+                    state.time, "trial_start", job=job_id, allocation=allocation, trial_s=trial
+                )
+        self.metrics.inc("trials_started_total", len(trials.keys() & result.started.keys()))
         for job_id, why in result.refused.items():
             self.audit.record(state.time, "refused", job=job_id, why=why)
         for job_id, why in result.deferred.items():
@@ -249,6 +268,74 @@ class Bridge:
                 )
         self.metrics.inc("placement_mismatch_total", len(misplaced))
         return misplaced
+
+    def _with_first_submits(self, state: ClusterState) -> ClusterState:
+        """``state`` with the jobs a trial put back at their first submit time (Slurm
+        resets it when it requeues a job): back in the queue at their place, their wait
+        counted from their submission. Jobs gone are forgotten."""
+        submits = self.book.requeued_submits
+        if not submits:
+            return state
+        present = {job.id for job in state.jobs}
+        for job_id in submits.keys() - present:
+            del submits[job_id]
+        return replace(
+            state,
+            jobs=[
+                replace(job, submit=submits[job.id]) if job.id in submits else job
+                for job in state.jobs
+            ],
+        )
+
+    def _end_trials(self, state: ClusterState) -> list[str]:
+        """Trial runs that have lasted their seconds: each job still running is put back
+        in the queue, held for cpsched (it runs again, from its start, when the service
+        starts it again). A trial whose job ended, or was held again before it started,
+        is forgotten; one that cannot be put back (the command failed) runs on to its
+        end, as an ordinary start, and is said so."""
+        ended: list[str] = []
+        for job_id, seconds in list(self.book.trials.items()):
+            job = state.job(job_id)
+            if job is None or job.state not in {"pending", "running"}:
+                del self.book.trials[job_id]  # ended (within its trial) or gone
+                continue
+            if job.state == "pending":
+                if job_id not in self.book.pinned:  # not starting (any more): no trial
+                    del self.book.trials[job_id]
+                continue
+            if job.ending or job.start is None or state.time < job.start + seconds:
+                continue
+            del self.book.trials[job_id]
+            try:
+                self.backend.requeue_hold(job_id)
+            except CommandError as exc:
+                log.error(
+                    "trial run not ended: the job runs on",
+                    extra={"job": job_id, "error": str(exc)},
+                )
+                self.audit.record(state.time, "trial_not_ended", job=job_id, error=str(exc))
+                self.metrics.inc("trials_not_ended_total")
+                continue
+            ended.append(job_id)
+            self.book.requeued_submits[job_id] = job.submit
+            self.audit.record(
+                state.time, "trial_requeued", job=job_id, ran_s=state.time - job.start
+            )
+        if ended:
+            log.info("trial runs ended; jobs back in the queue", extra={"jobs": ended[:20]})
+        self.metrics.inc("trials_requeued_total", len(ended))
+        return ended
+
+    def _next_trial_end(self, state: ClusterState) -> float | None:
+        """Seconds until the earliest running trial is due to end (None: none runs)."""
+        ends = [
+            job.start + seconds
+            for job_id, seconds in self.book.trials.items()
+            if (job := state.job(job_id)) is not None
+            and job.state == "running"
+            and job.start is not None
+        ]
+        return max(0.0, min(ends) - state.time) if ends else None
 
     def _rehold_stale_pins(self, state: ClusterState) -> list[str]:
         """Jobs released onto nodes that turned busy: hold, unpin, plan again."""
@@ -553,6 +640,8 @@ class Bridge:
             deferred = report.applied is not None and bool(report.applied.deferred)
             soon = deferred or report.settling
             delay = self.settings.min_cycle_gap_s if soon else self.settings.poll_interval_s
+            if report.next_trial_s is not None:  # a trial ends on time, not a poll later
+                delay = max(self.settings.min_cycle_gap_s, min(delay, report.next_trial_s))
             woke = pacer.wait(started, delay, outage=report.service_error is not None)
             self.metrics.inc(f'cycles_started_total{{by="{woke}"}}')
 
@@ -579,6 +668,7 @@ def _summary(report: CycleReport) -> dict[str, object]:
         "reheld": len(report.rehold),
         "unpinned": len(report.unpinned),
         "fallback": report.fallback,
+        "trials_ended": len(report.trials_ended),
         "finished_posted": report.finished_posted,
         "service_error": report.service_error,
     }

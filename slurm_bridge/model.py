@@ -146,6 +146,11 @@ class JobView:
     rules: JobRules = field(default_factory=JobRules)
     pin: str = ""
     """The bridge's own reservation the job is in (Slurm's split pin), never a site rule."""
+    requeue: bool = False
+    """The workload manager may put it back in its queue once started (Slurm's
+    ``--requeue``): it may be given a trial run."""
+    restarts: int = 0
+    """Times it went back to the queue (Slurm's restart count)."""
 
     def takes_whole_nodes(self, partitions: Mapping[str, PartitionView]) -> bool:
         """Asked for (``--exclusive``), or its partition's rule."""

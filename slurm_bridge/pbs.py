@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.errors import BridgeConfigError, StateParseError
+from cpsched.slurm_bridge.errors import BridgeConfigError, CommandError, StateParseError
 from cpsched.slurm_bridge.model import (
     Amounts,
     ClusterState,
@@ -428,6 +428,7 @@ class PbsBackend:
     splits_tasks: bool = False
     pins_splits: bool = False  # qrun -H runs the exact allocation: nothing to pin
     finished_forgeable: bool = False  # ended jobs come from qstat -x, in JSON
+    ends_trials: bool = False  # qrerun + qhold: not built yet, so no job is tried
     _last: ClusterState | None = None
     _chunks: dict[str, list[Amounts]] = field(default_factory=dict)
     _vscatter: set[str] = field(default_factory=set)  # held jobs whose chunks take a vnode each
@@ -539,6 +540,13 @@ class PbsBackend:
 
     def hold(self, job_id: str, *, unpin: bool) -> None:
         self.runner.run(["qhold", "-h", HOLD, array_of(job_id)])
+
+    def requeue_hold(self, job_id: str) -> None:
+        raise CommandError(
+            ["qrerun", job_id],
+            "not built: this bridge does not put PBS jobs back in the queue yet, and offers "
+            "none for trial runs",
+        )
 
     def release_to_native(self, job_id: str) -> None:
         # An array's holds are its own, not its subjobs': released once for them all.

@@ -20,6 +20,8 @@ def record(path: Path, state: ClusterState, decision: DecisionOut) -> None:
     entry = {
         "time": state.time,
         "would_start": {s.job_id: sorted(s.allocation) for s in decision.starts},
+        # Of those, the trial runs (seconds): shown, never made, in shadow mode.
+        "would_try": {s.job_id: s.trial_s for s in decision.starts if s.trial_s is not None},
         "planned": decision.planned or {},
         "pending": sorted(j.id for j in state.pending),
         "slurm_started": {

@@ -91,6 +91,7 @@ class SlurmBackend:
     rest: SlurmRestClient | None = None
     name: str = "slurm"
     splits_tasks: bool = True
+    ends_trials: bool = True  # scontrol requeuehold
     _finished_source_found: str | None = None
     _finished_failure: str | None = None  # why the source failed last, logged once
     _reprobe: int = 0  # when auto tries slurmdbd again
@@ -399,6 +400,13 @@ class SlurmBackend:
         self.runner.run([scontrol, "hold", job_id])
         if unpin:
             self.runner.run([scontrol, "update", f"JobId={job_id}", "NodeList="])
+
+    def requeue_hold(self, job_id: str) -> None:
+        scontrol = self._cmd("scontrol")
+        # Held with its hold tag kept (AdminComment), so that it is cpsched's again; the
+        # node list it was pinned to would bind the job's next start: forgotten.
+        self.runner.run([scontrol, "requeuehold", job_id])
+        self.runner.run([scontrol, "update", f"JobId={job_id}", "NodeList="])
 
     def release_to_native(self, job_id: str) -> None:
         self.runner.run([self._cmd("scontrol"), "release", job_id])

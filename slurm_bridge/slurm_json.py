@@ -161,6 +161,8 @@ def parse_job(
         allocation=allocation,
         required_nodes=tuple(hostlist.expand(str(raw.get("required_nodes") or ""))),
         rules=job_rules(raw, request),
+        requeue=raw.get("requeue") is True,
+        restarts=number(raw.get("restart_cnt")) or 0,
     )
 
 

@@ -119,6 +119,8 @@ class JobExtras:
     tasks_per_core: int | None = None  # --ntasks-per-core
     threads_per_core: int | None = None  # --threads-per-core, --hint=nomultithread
     asked_nodes: int = 1  # ReqTRES's node=: the least node count asked (-N)
+    requeue: bool = False  # Requeue=1: Slurm may put it back in the queue
+    restarts: int = 0  # Restarts=: times it went back
     doubtful: bool = False
     """The job's line came more than once (another job's free text copied it): nothing
     in it is believed, so the job is not taken for one held for cpsched."""
@@ -212,6 +214,8 @@ def _extras(fields: str, texts: FreeText | None) -> JobExtras:
         tasks_per_core=_per_core(own),
         threads_per_core=_per_thread(own),
         asked_nodes=_tres_nodes(own),
+        requeue=re.search(r"\sRequeue=1\b", own) is not None,
+        restarts=int(restarts.group(1)) if (restarts := re.search(r"\sRestarts=(\d+)", own)) else 0,
     )
 
 
@@ -454,6 +458,8 @@ def parse_jobs(
                 max_nodes=limit,
                 blocked=slurm_blocked(row["Reason"]),
             ),
+            requeue=extra.requeue,
+            restarts=extra.restarts,
         )
         if tasks:
             arrays.append((job, row["ArrayJobID"], tasks))

@@ -186,6 +186,8 @@ def dispatch_request(
     splits_tasks: bool = True,
     pins_splits: bool = False,
     left_out: dict[str, str] | None = None,
+    trials: Mapping[str, int] | None = None,
+    ends_trials: bool = False,
 ) -> tuple[DispatchRequest, list[str]]:
     """The snapshot to post, and notes on jobs left out (and why).
 
@@ -193,6 +195,9 @@ def dispatch_request(
     layout of task jobs follows. ``starting`` are the jobs released onto their nodes
     but not running yet (job → release time and units per node): they are sent as
     running there, so that nothing is promised twice while Slurm starts them.
+    ``trials``: the jobs started for a trial run → its seconds (sent with the trial's
+    end); ``ends_trials``: the workload manager can end trials (the bridge puts a job
+    back held), so the jobs it may requeue are sent as such, and may be tried.
 
     One job the wire cannot carry (its allocation does not add up, a field out of
     bounds) is left out, never the snapshot: it is noted, and put in ``left_out`` (job →
@@ -229,6 +234,7 @@ def dispatch_request(
             "allocation": dict(job.allocation),
             "extensions": extensions.get(job.id, 0),
             "exclusive": job.takes_whole_nodes(state.partitions),
+            **_trial_end(job.id, job.start, trials),
         }
         wire = carried(job.id, "running", RunningJobIn, fields)
         if wire is not None:
@@ -258,6 +264,7 @@ def dispatch_request(
             "start": min(since, state.time),
             "allocation": dict(allocation),
             "extensions": extensions.get(job_id, 0),
+            **_trial_end(job_id, min(since, state.time), trials),
         }
         wire = carried(job_id, "starting", RunningJobIn, fields)
         if wire is not None:
@@ -271,6 +278,8 @@ def dispatch_request(
                 job, state.partitions, splits_tasks=splits_tasks, pins_splits=pins_splits
             ),
             **_rule_fields(job, state, declared),
+            **({"requeue": True} if ends_trials and job.requeue else {}),
+            **({"restarts": job.restarts} if job.restarts else {}),
         }
         wire_job = carried(job.id, "queued", JobIn, fields)
         if wire_job is not None:
@@ -281,6 +290,12 @@ def dispatch_request(
         ),
         notes,
     )
+
+
+def _trial_end(job_id: str, start: int, trials: Mapping[str, int] | None) -> dict[str, int]:
+    """A running (or starting) job's ``trial_end`` field, when it runs a trial."""
+    seconds = (trials or {}).get(job_id)
+    return {"trial_end": start + seconds} if seconds else {}
 
 
 def _first_error(exc: ValidationError) -> str:

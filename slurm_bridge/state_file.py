@@ -3,8 +3,9 @@
 What must survive a restart: finished jobs the service acknowledged (never posted twice),
 jobs the bridge pinned and released (re-held if they do not start), jobs handed to
 Slurm's scheduler by the ``release`` fallback (taken back when the service returns),
-extensions granted per job (the service counts them), and the name this bridge gives
-the service (which lets one bridge dispatch per cluster: a restart keeps its place).
+extensions granted per job (the service counts them), the trial runs to end, and the
+name this bridge gives the service (which lets one bridge dispatch per cluster: a
+restart keeps its place).
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ class BridgeState:
     pinned: dict[str, Pin] = field(default_factory=dict)
     fallback_released: dict[str, float] = field(default_factory=dict)  # job id → when
     extensions: dict[str, int] = field(default_factory=dict)
+    trials: dict[str, int] = field(default_factory=dict)
+    """Jobs started for a trial run → its seconds: put back in the queue, held, once
+    they have run that long (until then the snapshot says when)."""
+    requeued_submits: dict[str, int] = field(default_factory=dict)
+    """Jobs a trial put back → their submit time: Slurm resets it to the requeue's, and
+    the job keeps its place in the queue."""
     fallback_active: bool = False
     writer_id: str = ""
     """How this bridge names itself to the service (its host and a random id, made once):
@@ -60,6 +67,8 @@ def load(path: Path) -> BridgeState:
                 str(k): float(v) for k, v in raw.get("fallback_released", {}).items()
             },
             extensions={str(k): int(v) for k, v in raw.get("extensions", {}).items()},
+            trials={str(k): int(v) for k, v in raw.get("trials", {}).items()},
+            requeued_submits={str(k): int(v) for k, v in raw.get("requeued_submits", {}).items()},
             fallback_active=bool(raw.get("fallback_active", False)),
             writer_id=str(raw.get("writer_id", "")),
         )

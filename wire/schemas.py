@@ -196,6 +196,19 @@ class JobIn(WireModel):
     priority: Annotated[int, Field(ge=-(2**62), le=2**62)] | None = Field(
         None, description="The site's priority (higher first), e.g. Slurm's multifactor one."
     )
+    # Left out when at their defaults: digests and older services see the snapshot as before.
+    requeue: bool = Field(
+        False,
+        exclude_if=lambda requeue: not requeue,
+        description="The workload manager may put the job back in its queue once started "
+        "(Slurm's --requeue, PBS's rerunnable): a policy with trial runs may try it.",
+    )
+    restarts: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(
+        0,
+        exclude_if=lambda restarts: not restarts,
+        description="Times it went back to the queue (Slurm's restart count): a job that "
+        "went back once is never tried again.",
+    )
 
     @model_validator(mode="after")
     def _asks_for_something(self) -> JobIn:
@@ -214,9 +227,20 @@ class RunningJobIn(JobIn):
     extensions: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(
         0, description="Time-limit extensions granted so far."
     )
+    trial_end: Time | None = Field(
+        None,
+        exclude_if=lambda end: end is None,
+        description="A trial run (a start with 'trial_s'): when the bridge puts the job "
+        "back in the queue, held, unless it has ended by then.",
+    )
 
     @model_validator(mode="after")
     def _allocation_matches_units(self) -> RunningJobIn:
+        if self.trial_end is not None and self.trial_end <= self.start:
+            raise ValueError(
+                f"running job {self.id}: trial_end {self.trial_end} is not after its start "
+                f"{self.start}"
+            )
         if sum(self.allocation.values()) != self.units:
             raise ValueError(
                 f"running job {self.id}: allocation holds {sum(self.allocation.values())} "
@@ -307,6 +331,13 @@ class StartOut(ResponseModel):
         description="A 'block' job whose split over its nodes could still change if a job "
         "running there ends before the workload manager allocates it: the service waited "
         "its split_wait for nodes where it cannot, and starts it anyway (start it now).",
+    )
+    trial_s: Seconds | None = Field(
+        None,
+        exclude_if=lambda seconds: seconds is None,
+        description="A trial run: let the job run at most this many seconds, then put it "
+        "back in the queue held for cpsched (it runs again later, from its start), unless "
+        "it has ended; report its end as 'trial_end' meanwhile.",
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cpsched.core.registry import make_dispatcher
-from cpsched.core.site import Reservation, Site
+from cpsched.core.site import Constraints, Reservation, Site
 from cpsched.core.state import DispatcherState, Guarantee
 from tests.factories import job, nodes, running, snapshot
 
@@ -75,10 +75,24 @@ def test_a_job_holding_a_guarantee_is_not_tried():
     assert trials(decision) == {}
 
 
-def test_no_job_is_tried_on_a_cluster_with_site_rules():
-    state = DispatcherState()
-    dispatcher = make_dispatcher("fcfs", "first-fit", state=state, trial_runs=60)
-    at = snapshot(10, MACHINE, [running(R, 0, [(0, 3)])], [A, B])
-    ruled = replace(at, site=Site(reservations=(Reservation("maint", frozenset({0}), 5000, 6000),)))
-    decision = dispatcher.decide(ruled, {"a": 100, "r": 1000, "b": 2000})
+def test_a_job_the_workload_manager_may_not_requeue_is_not_tried():
+    decision, _ = decide({"b": 2000}, queue=[A, replace(B, rerunnable=False)])
     assert trials(decision) == {}
+
+
+def decide_with_site(site: Site, queue: list | None = None):
+    dispatcher = make_dispatcher("fcfs", "first-fit", state=DispatcherState(), trial_runs=60)
+    at = snapshot(10, MACHINE, [running(R, 0, [(0, 3)])], queue or [A, B])
+    return dispatcher.decide(replace(at, site=site), {"a": 100, "r": 1000, "b": 2000})
+
+
+def test_a_trial_keeps_the_site_rules_as_any_start():
+    # b's limit (3,000 s) ends before a maintenance window at 5,000: it may be tried there
+    later = Site(reservations=(Reservation("maint", frozenset({0}), 5000, 6000),))
+    assert trials(decide_with_site(later)) == {"b": ((0, 1),)}
+    # one starting within its limit keeps it off the node, though the trial is a minute
+    sooner = Site(reservations=(Reservation("maint", frozenset({0}), 2000, 6000),))
+    assert trials(decide_with_site(sooner)) == {}
+    # a job the workload manager holds back (a dependency, a begin time) is not tried
+    waiting = replace(B, constraints=Constraints(eligible=False, reason="BeginTime"))
+    assert trials(decide_with_site(later, [A, waiting])) == {}

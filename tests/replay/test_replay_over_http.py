@@ -42,6 +42,16 @@ def test_same_results_over_http_as_in_process(tmp_path, traces_dir, policy, repl
     assert jobs_replayed(tmp_path / "remote") > 300
 
 
+def test_trial_runs_give_the_same_results_over_http(tmp_path, traces_dir):
+    """The service tries the same jobs as the replay in process, keeps a tried job's
+    queued prediction for when it comes back, and never tries it twice."""
+    policy = Policy(dispatcher="easy", allocator="first-fit", predictor="last-two", trial_run=60)
+    agreement = both_ways(tmp_path, traces_dir / KTH, policy, {})
+    assert agreement.identical, (agreement.differing, agreement.counters_note())
+    trials = json.loads((tmp_path / "remote" / "summary.json").read_text())["trial_runs"]
+    assert trials["ended"] > 0 and trials["requeued"] > 0
+
+
 CTC_SITE = """
 name = "CTC with a partition for queues 2-4 and a maintenance window in the first day"
 [[nodes]]

@@ -181,10 +181,10 @@ def test_make_dispatcher_searches_with_the_products_defaults():
     assert cp.fallback.max_jobs == Policy().fallback_depth
 
 
-def test_trial_runs_reach_the_replays_dispatcher_and_the_service_refuses_them():
+def test_trial_runs_reach_the_replays_and_the_services_dispatchers():
     policy = Policy(trial_run=60)
     dispatcher: Any = policy.make_dispatcher(replay=True)
     assert isinstance(dispatcher, TrialRuns) and dispatcher.seconds == 60
     assert not isinstance(Policy().make_dispatcher(replay=True), TrialRuns)
-    with pytest.raises(ConfigError, match=r"trial_run = 60: .*neither bridge"):
-        build_dispatchers(policy)
+    served: Any = build_dispatchers(policy)[0]
+    assert isinstance(served, TrialRuns) and served.seconds == 60

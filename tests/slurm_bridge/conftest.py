@@ -254,9 +254,20 @@ def two_thread_testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tes
     )
 
 
+def serve(root: Path, defaults: dict[str, object]) -> Iterator[LocalService]:
+    """A real ``cpsched serve`` process with the policy ``defaults`` (SQLite under
+    ``root``), stoppable to exercise the bridge's fallbacks; stopped at the end."""
+    config = write_config(root / "service.toml", f"sqlite:///{root}/cpsched.db", TOKEN, defaults)
+    service = LocalService(config, free_port(), root / "service.log")
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
 @pytest.fixture(scope="module")
 def cpsched_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalService]:
-    root = tmp_path_factory.mktemp("service")
     defaults = {
         "dispatcher": "easy",
         "allocator": "best-fit",
@@ -266,14 +277,7 @@ def cpsched_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         "correction_lead": 60,
         "deadline": 2.0,
     }
-    config = write_config(root / "service.toml", f"sqlite:///{root}/cpsched.db", TOKEN, defaults)
-    # A real ``cpsched serve`` process, stoppable to exercise the bridge's fallbacks.
-    service = LocalService(config, free_port(), root / "service.log")
-    service.start()
-    try:
-        yield service
-    finally:
-        service.stop()
+    yield from serve(tmp_path_factory.mktemp("service"), defaults)
 
 
 @pytest.fixture(scope="session")

@@ -75,6 +75,7 @@ class FakeCluster:
     splits_tasks: bool = True
     pins_splits: bool = False
     finished_forgeable: bool = False
+    ends_trials: bool = True
     finished_error: BridgeError | None = None  # finished_jobs raises it
     exact: dict[str, ExactSplit] = field(default_factory=dict)  # job → cores it was pinned to
 
@@ -108,6 +109,21 @@ class FakeCluster:
     def hold(self, job_id: str, *, unpin: bool) -> None:
         self.calls.append(("hold", job_id, str(unpin)))
         self._set(job_id, held_for_us=True, priority=0)
+
+    def requeue_hold(self, job_id: str) -> None:
+        self.calls.append(("requeue_hold", job_id))
+        job = next(j for j in self.state.jobs if j.id == job_id)
+        self._set(
+            job_id,
+            state="pending",
+            held_for_us=True,
+            priority=0,
+            start=None,
+            allocation={},
+            required_nodes=(),
+            restarts=job.restarts + 1,
+            submit=self.state.time,  # as Slurm does (recorded on 22.05 and 24.11)
+        )
 
     def release_to_native(self, job_id: str) -> None:
         self.calls.append(("release", job_id))
