@@ -23,9 +23,10 @@ running trial is shown to the dispatchers as a job whose limit is the trial's en
 
 Only a job the workload manager may put back in its queue is tried (``Job.rerunnable``:
 Slurm's ``--requeue``, and never a job that went back once); the bridge ends the trial
-(Slurm's ``scontrol requeuehold``). The site's rules hold for a trial as for any start: a
-job held back by the workload manager is not tried, and the policy's placement keeps it
-in its partitions, off other reservations' nodes within its limit, and so on.
+(Slurm's ``scontrol requeuehold``, PBS's ``qrerun``). The site's rules hold for a trial
+as for any start: a job held back by the workload manager is not tried, and the policy's
+placement keeps it in its partitions, off other reservations' nodes within its limit,
+and so on.
 """
 
 from __future__ import annotations

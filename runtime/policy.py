@@ -295,7 +295,7 @@ class Policy(BaseModel):
         "runs that long on what the decision leaves idle, once, and goes back to the queue "
         "unless it ended: the very short jobs found by running them (0: none). Live, only "
         "jobs the workload manager may requeue are tried, where the bridge can end a trial "
-        "(Slurm's, with scontrol requeuehold; not PBS's yet).",
+        "(Slurm's with scontrol requeuehold, PBS's with qrerun).",
     )
     cp_reserve_after: int = Field(
         0, ge=0, description="CP: reserve for a job once it has waited this long (0: never)."

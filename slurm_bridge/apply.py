@@ -264,7 +264,7 @@ def _untriable(job: JobView, backend: WorkloadManager) -> str | None:
     if not backend.ends_trials:
         return f"a trial run, and this bridge cannot put a {backend.name} job back in its queue"
     if not job.requeue:
-        return "a trial run of a job that may not be requeued (submitted with --no-requeue)"
+        return "a trial run of a job that may not be requeued (Slurm's --no-requeue, PBS's -r n)"
     if job.restarts:
         return "a trial run of a job that went back to the queue before"
     return None

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cpsched.slurm_bridge.backend import ExactSplit
-from cpsched.slurm_bridge.errors import BridgeConfigError, CommandError, StateParseError
+from cpsched.slurm_bridge.errors import BridgeConfigError, StateParseError
 from cpsched.slurm_bridge.model import (
     Amounts,
     ClusterState,
@@ -365,9 +365,18 @@ def parse_jobs(
                 else None,
                 allocation=allocation,
                 rules=rules,
+                requeue=raw.get("Rerunable") == "True",
+                restarts=_restarts(raw, state),
             )
         )
     return jobs
+
+
+def _restarts(raw: Mapping[str, Any], state: str) -> int:
+    """Times the job went back to the queue: PBS counts its runs (``run_count``), the one
+    under way included while it runs."""
+    runs = int(raw.get("run_count") or 0)
+    return max(runs - 1, 0) if state == "running" else runs
 
 
 def _piece_text(vnode: str, amounts: Amounts) -> str:
@@ -428,7 +437,7 @@ class PbsBackend:
     splits_tasks: bool = False
     pins_splits: bool = False  # qrun -H runs the exact allocation: nothing to pin
     finished_forgeable: bool = False  # ended jobs come from qstat -x, in JSON
-    ends_trials: bool = False  # qrerun + qhold: not built yet, so no job is tried
+    ends_trials: bool = True  # qrerun: the job keeps the hook's hold while it runs
     _last: ClusterState | None = None
     _chunks: dict[str, list[Amounts]] = field(default_factory=dict)
     _vscatter: set[str] = field(default_factory=set)  # held jobs whose chunks take a vnode each
@@ -542,11 +551,9 @@ class PbsBackend:
         self.runner.run(["qhold", "-h", HOLD, array_of(job_id)])
 
     def requeue_hold(self, job_id: str) -> None:
-        raise CommandError(
-            ["qrerun", job_id],
-            "not built: this bridge does not put PBS jobs back in the queue yet, and offers "
-            "none for trial runs",
-        )
+        # The hook's operator hold stays on the job while it runs (qrun starts it held):
+        # put back, it is held for cpsched again, and PBS's scheduler leaves it alone.
+        self.runner.run(["qrerun", job_id])
 
     def release_to_native(self, job_id: str) -> None:
         # An array's holds are its own, not its subjobs': released once for them all.

@@ -10,6 +10,7 @@ If it cannot start, ``slurm`` tests fail when ``CI`` is set and are skipped othe
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from cpsched.cli.local_service import LocalService, write_config
+from cpsched.slurm_bridge.loop import Bridge, CycleReport
 from tests.dbservers import MariadbServer
 from tests.slurm_bridge.pbs_cluster import PbsCluster, start_pbs
 
@@ -278,6 +280,86 @@ def cpsched_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         "deadline": 2.0,
     }
     yield from serve(tmp_path_factory.mktemp("service"), defaults)
+
+
+TRIAL_S = 20
+"""The trial runs' seconds in the live tests (test_slurm_trials, test_pbs_trials)."""
+
+
+@pytest.fixture(scope="module")
+def trial_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalService]:
+    """A real ``cpsched serve`` whose policy tries jobs for TRIAL_S seconds; FCFS, so that
+    a wide job at the head of the queue leaves cores idle behind it."""
+    defaults = {
+        "dispatcher": "fcfs",
+        "allocator": "best-fit",
+        "predictor": "last-two",
+        "trial_run": TRIAL_S,
+        "deadline": 2.0,
+    }
+    yield from serve(tmp_path_factory.mktemp("trial_service"), defaults)
+
+
+@pytest.fixture(scope="module")
+def hooked_pbs(pbs: PbsCluster) -> Iterator[PbsCluster]:
+    """The real PBS with the kit's hook installed (every new job held for cpsched) for
+    one module's tests; every job deleted and the hook removed after them."""
+    pbs.install_hook()
+    try:
+        yield pbs
+    finally:
+        pbs.delete_all()
+        pbs.remove_hook()
+
+
+def decided_cycle(bridge: Bridge) -> CycleReport:
+    """One bridge cycle, which must have got the service's decision."""
+    report = bridge.cycle()
+    assert report.service_error is None and report.decision is not None, report
+    return report
+
+
+def tried_first(bridge: Bridge, blocker: str, short: str, long: str) -> dict[str, int]:
+    """The first cycle of the trial tests: FCFS starts ``blocker`` and stops at the wide
+    job behind it; the cores left idle go for a trial to ``short`` and ``long`` and to no
+    other job. ``long``'s allocation."""
+    first = decided_cycle(bridge)
+    assert first.decision is not None
+    trials = {s.job_id: s.trial_s for s in first.decision.starts}
+    assert trials == {blocker: None, short: TRIAL_S, long: TRIAL_S}, first.decision
+    assert first.applied is not None and set(first.applied.started) == set(trials)
+    return first.applied.started[long]
+
+
+def trial_ends(bridge: Bridge) -> list[str]:
+    """Cycle until a running trial is over: the jobs put back then ([] if none was)."""
+    deadline = time.monotonic() + TRIAL_S + 30
+    while time.monotonic() < deadline:
+        time.sleep(2)
+        ended = decided_cycle(bridge).trials_ended
+        if ended:
+            return ended
+    return []
+
+
+def started_again(bridge: Bridge, job_id: str, timeout_s: float = 240) -> dict[str, int]:
+    """Cycle until the bridge starts ``job_id`` (put back by a trial) again, for good
+    (never as a second trial): the allocation it started it on ({} if it did not)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(3)
+        report = decided_cycle(bridge)
+        assert report.decision is not None
+        assert all(s.trial_s is None for s in report.decision.starts if s.job_id == job_id)
+        if report.applied is not None and job_id in report.applied.started:
+            return report.applied.started[job_id]
+    return {}
+
+
+def audited(bridge: Bridge) -> list[tuple[str, str]]:
+    """The bridge's audit trail as (event, job) pairs, for the entries about a job."""
+    lines = bridge.settings.audit_log_path.read_text().splitlines()
+    return [(e["event"], e["job"]) for e in map(json.loads, lines) if "job" in e]
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ scatter:excl, pack), 10 also held by its user, 11 waiting on 4 (afterok), 12 on 
 array 13 with subjobs 1-3, 14 in the stopped queue maint, 15 in a route queue that keeps
 held jobs, 16 and 17 held in gpuq (place=scatter and vscatter), reservation R18 on cn01
 in two hours and 19 in its queue (left to PBS by the hook); cn04 offline; the mom's
-natural vnode has 0 cpus. Each cnNN is a host of one vnode.
+natural vnode has 0 cpus. Each cnNN is a host of one vnode. ``qstat_requeued.json`` was
+recorded by ``test_pbs_trials.py``: a job (``-r y``) just put back by its trial (``qrerun``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,21 @@ def jobs_by_id(queues: list[str] | None = None) -> dict:
         j.id: j
         for j in parse_jobs(doc, tag="extsched", queues=queues or [], unlimited_s=60, layout=hosts)
     }
+
+
+def test_which_jobs_may_be_tried_and_a_job_put_back_by_its_trial() -> None:
+    jobs = jobs_by_id()
+    # Rerunable (qsub's -r y, PBS's default); a running job's current run is not a restart
+    assert jobs[jid(6)].requeue and jobs[jid(6)].restarts == 0
+    assert jobs[jid(4)].state == "running" and jobs[jid(4)].restarts == 0
+    [back] = parse_jobs(fixture("qstat_requeued.json"), tag="extsched", queues=[], unlimited_s=60)
+    assert (back.state, back.requeue, back.restarts, back.held_for_us) == ("pending", True, 1, True)
+
+
+def test_a_trial_is_ended_by_qrerun_alone() -> None:
+    runner = RecordingRunner()
+    PbsBackend(runner=runner).requeue_hold(jid(4))  # type: ignore[arg-type]
+    assert runner.argvs == [["qrerun", jid(4)]]
 
 
 def test_sizes_and_walltimes() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,19 +23,9 @@ from cpsched.wire.client import ServiceClient
 from tests.slurm_bridge.conftest import TOKEN
 from tests.slurm_bridge.pbs_cluster import PbsCluster
 
-pytestmark = pytest.mark.pbs
+pytestmark = [pytest.mark.pbs, pytest.mark.usefixtures("hooked_pbs")]
 
 ENDED = {"F"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def hooked(pbs: PbsCluster) -> Iterator[None]:
-    pbs.install_hook()
-    try:
-        yield
-    finally:
-        pbs.delete_all()
-        pbs.remove_hook()
 
 
 @pytest.fixture(scope="module")

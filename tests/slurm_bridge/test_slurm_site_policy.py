@@ -20,8 +20,8 @@ import pytest
 
 from cpsched.cli.local_service import LocalService
 from cpsched.slurm_bridge import hostlist
-from cpsched.slurm_bridge.loop import Bridge, CycleReport
-from tests.slurm_bridge.conftest import TOKEN, Testbed
+from cpsched.slurm_bridge.loop import Bridge
+from tests.slurm_bridge.conftest import TOKEN, Testbed, decided_cycle
 from tests.slurm_bridge.test_slurm_e2e import make_bridge
 
 pytestmark = pytest.mark.slurm
@@ -58,12 +58,6 @@ def still_held(bed: Testbed, job_id: str) -> None:
     )
 
 
-def cycle(bridge: Bridge) -> CycleReport:
-    report = bridge.cycle()
-    assert report.service_error is None and report.decision is not None, report
-    return report
-
-
 def test_partitions_and_features_decide_the_nodes(
     slurm_testbed: Testbed, cpsched_service: LocalService, tmp_path: Path
 ) -> None:
@@ -74,7 +68,7 @@ def test_partitions_and_features_decide_the_nodes(
     either = bed.sbatch("-p", "cpu,gpu", "-n", "1", "--constraint=ampere", script="sleep 20")
     jobs = [gpu, skylake, icelake, either]
     bed.wait_visible(jobs)
-    report = cycle(bridge_for(cpsched_service, bed, tmp_path))
+    report = decided_cycle(bridge_for(cpsched_service, bed, tmp_path))
     assert report.applied is not None and set(report.applied.started) == set(jobs), report
     assert ran_on(bed, gpu) in ({"gpu1"}, {"gpu2"})  # gpu's MaxNodes=1: one node
     assert ran_on(bed, skylake) == {"node1"}
@@ -91,12 +85,12 @@ def test_an_exclusive_job_gets_whole_nodes_and_a_two_node_job_two(
     bridge = bridge_for(cpsched_service, bed, tmp_path)
     small = bed.sbatch("-p", "cpu", "-n", "1", "-w", "node1", script="sleep 40")
     bed.wait_visible([small])
-    assert small in cycle(bridge).applied.started  # type: ignore[union-attr]
+    assert small in decided_cycle(bridge).applied.started  # type: ignore[union-attr]
     assert ran_on(bed, small) == {"node1"}
     exclusive = bed.sbatch("-p", "cpu", "-n", "1", "--exclusive", script="sleep 30")
     beside = bed.sbatch("-p", "cpu", "-n", "1", script="sleep 30")
     bed.wait_visible([exclusive, beside])
-    report = cycle(bridge)
+    report = decided_cycle(bridge)
     assert report.applied is not None and exclusive in report.applied.started, report
     assert ran_on(bed, exclusive) == {"node2"}  # node1 is in use
     if beside in report.applied.started:
@@ -104,7 +98,7 @@ def test_an_exclusive_job_gets_whole_nodes_and_a_two_node_job_two(
     bed.cancel_all()
     pair = bed.sbatch("-p", "cpu", "-N", "2", "-n", "2", script="sleep 20")
     bed.wait_visible([pair])
-    report = cycle(bridge)
+    report = decided_cycle(bridge)
     assert report.applied is not None and pair in report.applied.started, report
     assert ran_on(bed, pair) == {"node1", "node2"}
 
@@ -119,7 +113,7 @@ def test_dependencies_and_begin_times_are_never_released(
     later = bed.sbatch("-n", "1", "-J", "later", "--begin=now+3600", script="true")
     too_long = bed.sbatch("-p", "gpu", "-n", "1", "-t", "90", script="true")  # MaxTime 60
     bed.wait_visible([first, second, later, too_long])
-    report = cycle(bridge)
+    report = decided_cycle(bridge)
     assert report.applied is not None and set(report.applied.started) == {first}, report
     for job in (second, later, too_long):
         still_held(bed, job)
@@ -131,7 +125,7 @@ def test_dependencies_and_begin_times_are_never_released(
     end = time.monotonic() + 90
     started: set[str] = set()
     while second not in started and time.monotonic() < end:
-        report = cycle(bridge)
+        report = decided_cycle(bridge)
         started |= set(report.applied.started if report.applied else {})
         if second not in started:
             time.sleep(2)
@@ -154,7 +148,7 @@ def test_nothing_is_placed_across_a_reservation_window(
     before = bed.sbatch("-p", "cpu", "-n", "1", "-t", "5", script="sleep 20")  # ends before
     elsewhere = bed.sbatch("-p", "batch", "-n", "1", "-t", "15", script="sleep 20")
     bed.wait_visible([across, before, elsewhere])
-    report = cycle(bridge)
+    report = decided_cycle(bridge)
     assert report.applied is not None
     assert set(report.applied.started) == {before, elsewhere}, report
     still_held(bed, across)
@@ -180,7 +174,7 @@ def test_a_job_over_its_qos_limit_waits_held_until_the_limit_allows_it(
     first = bed.sbatch("-p", "cpu", "--qos=capped", "-n", "4", script="sleep 6")
     second = bed.sbatch("-p", "cpu", "--qos=capped", "-n", "4", script="sleep 6")
     bed.wait_visible([first, second])
-    report = cycle(bridge)
+    report = decided_cycle(bridge)
     assert report.applied is not None
     started = set(report.applied.started)
     # Both fit on the two 4-CPU nodes, but not together within the QOS's 4 CPUs: one
@@ -189,7 +183,7 @@ def test_a_job_over_its_qos_limit_waits_held_until_the_limit_allows_it(
     waiting = second if first in started else first
     still_held(bed, waiting)
     assert "QOSMaxCpuPerUserLimit" in report.applied.refused.get(waiting, ""), report
-    report = cycle(bridge)  # now the running job counts against the limit
+    report = decided_cycle(bridge)  # now the running job counts against the limit
     assert report.applied is not None and waiting not in report.applied.started
     still_held(bed, waiting)
     answer = httpx.get(
@@ -201,7 +195,7 @@ def test_a_job_over_its_qos_limit_waits_held_until_the_limit_allows_it(
     bed.wait_state(running, {"COMPLETED", "GONE"}, 30)
     end = time.monotonic() + 30
     while time.monotonic() < end:
-        report = cycle(bridge)
+        report = decided_cycle(bridge)
         if report.applied is not None and waiting in report.applied.started:
             break
         time.sleep(1)

@@ -8,7 +8,6 @@ nodes are read from squeue, independently of the bridge.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -18,27 +17,16 @@ import pytest
 
 from cpsched.cli.local_service import LocalService
 from cpsched.slurm_bridge import hostlist
-from cpsched.slurm_bridge.loop import Bridge, CycleReport
-from tests.slurm_bridge.conftest import Testbed, serve
+from tests.slurm_bridge.conftest import (
+    Testbed,
+    audited,
+    started_again,
+    trial_ends,
+    tried_first,
+)
 from tests.slurm_bridge.test_slurm_e2e import make_bridge
 
 pytestmark = pytest.mark.slurm
-
-TRIAL_S = 20
-
-
-@pytest.fixture(scope="module")
-def trial_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalService]:
-    """A real ``cpsched serve`` whose policy tries jobs for TRIAL_S seconds; FCFS, so that
-    a wide job at the head of the queue leaves cores idle behind it."""
-    defaults = {
-        "dispatcher": "fcfs",
-        "allocator": "best-fit",
-        "predictor": "last-two",
-        "trial_run": TRIAL_S,
-        "deadline": 2.0,
-    }
-    yield from serve(tmp_path_factory.mktemp("trial_service"), defaults)
 
 
 @pytest.fixture(autouse=True)
@@ -47,12 +35,6 @@ def empty_testbed(slurm_testbed: Testbed, monkeypatch: pytest.MonkeyPatch) -> It
     slurm_testbed.cancel_all()
     yield
     slurm_testbed.cancel_all()
-
-
-def cycle(bridge: Bridge) -> CycleReport:
-    report = bridge.cycle()
-    assert report.service_error is None and report.decision is not None, report
-    return report
 
 
 def restarts(bed: Testbed, job_id: str) -> int:
@@ -86,11 +68,6 @@ def record_note(bed: Testbed, line: str) -> None:
         out.write(line + "\n")
 
 
-def audit(bridge: Bridge) -> list[dict[str, object]]:
-    lines = bridge.settings.audit_log_path.read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
 def test_short_job_ends_in_its_trial_long_one_goes_back_and_runs_later(
     slurm_testbed: Testbed, trial_service: LocalService, tmp_path: Path
 ) -> None:
@@ -103,26 +80,16 @@ def test_short_job_ends_in_its_trial_long_one_goes_back_and_runs_later(
     never = bed.sbatch("-J", "never", "--no-requeue", "-c", "1", "-t", "5", script="sleep 300")
     bed.wait_visible([blocker, wide, short, long, never])
     bridge, _ = make_bridge(trial_service, tmp_path, wake_file=bed.wake)
-    first = cycle(bridge)
-    trials = {s.job_id: s.trial_s for s in first.decision.starts}  # type: ignore[union-attr]
     # FCFS starts the blocker, then stops at the wide job; the cores left idle are
     # offered to the jobs Slurm may requeue, shortest first; never to --no-requeue.
-    assert trials == {blocker: None, short: TRIAL_S, long: TRIAL_S}, first.decision
-    assert first.applied is not None and set(first.applied.started) == set(trials)
-    chosen = first.applied.started[long]
+    chosen = tried_first(bridge, blocker, short, long)
     assert bed.wait_state(short, {"COMPLETED"}, 30)["state"] == "COMPLETED"
     info = bed.wait_state(long, {"RUNNING"}, 10)
     assert info["state"] == "RUNNING"
     assert sorted(hostlist.expand(info["nodes"])) == sorted(chosen)
     assert bed.job(never)["state"] == "PENDING" and bed.job(wide)["state"] == "PENDING"
     # Cycles until the long job's trial is over: then it goes back, held for cpsched.
-    ended: list[str] = []
-    deadline = time.monotonic() + TRIAL_S + 30
-    while not ended and time.monotonic() < deadline:
-        time.sleep(2)
-        report = cycle(bridge)
-        ended = report.trials_ended
-    assert ended == [long]
+    assert trial_ends(bridge) == [long]
     back = bed.wait_state(long, {"PENDING"}, 30)
     assert back["state"] == "PENDING" and back["priority"] == "0", back
     assert restarts(bed, long) == 1
@@ -132,24 +99,16 @@ def test_short_job_ends_in_its_trial_long_one_goes_back_and_runs_later(
     first_submit = bridge.seen[long].submit
     assert bridge.backend.read_state().job(long).submit > first_submit  # type: ignore[union-attr]
     requeued_at = time.monotonic()
-    events = [(e["event"], e["job"]) for e in audit(bridge) if "job" in e]
+    events = audited(bridge)
     assert ("trial_start", long) in events and ("trial_requeued", long) in events
     # The machine frees up: the long job starts again, for good, where cpsched decides.
     bed.run("scancel", blocker, wide, never)
-    started: dict[str, int] = {}
-    deadline = time.monotonic() + 240
-    while long not in started and time.monotonic() < deadline:
-        time.sleep(3)
-        report = cycle(bridge)
-        assert report.decision is not None
-        assert all(s.trial_s is None for s in report.decision.starts if s.job_id == long)
-        if report.applied is not None:
-            started.update(report.applied.started)
-    assert long in started, bed.job(long)
+    again = started_again(bridge, long)
+    assert again, bed.job(long)
     assert bridge.seen[long].submit == first_submit
     waited = time.monotonic() - requeued_at
     record_note(bed, f"job {long} put back by its trial, started again {waited:.0f} s later")
     info = bed.wait_state(long, {"RUNNING"}, 20)
     assert info["state"] == "RUNNING"
-    assert sorted(hostlist.expand(info["nodes"])) == sorted(started[long])
+    assert sorted(hostlist.expand(info["nodes"])) == sorted(again)
     assert restarts(bed, long) == 1 and bridge.book.trials == {}
