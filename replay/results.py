@@ -189,7 +189,9 @@ class DispatchStats:
     trials: dict[str, int] | None = None
     """Trial runs (:mod:`cpsched.core.trial_runs`), when the policy makes them: how many,
     how many jobs ended within theirs, how many went back to the queue and the cpu-seconds
-    those trials took (``runs``, ``ended``, ``requeued``, ``requeued_cpu_s``)."""
+    those trials took (``runs``, ``ended``, ``requeued``, ``requeued_cpu_s``), and the
+    delay before a job put back may start again when the replay has one
+    (``requeue_delay_s``)."""
 
     @classmethod
     def from_columns(

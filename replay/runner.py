@@ -35,6 +35,9 @@ class ReplaySettings:
     """Leave out the first N jobs (after cleaning): a slice of the trace, which starts
     with an empty machine and predictors that have learnt nothing."""
     warmup_fraction: float = 0.01
+    requeue_delay: int = 0
+    """Seconds a job a trial run put back waits before it may start again (the workload
+    manager's: Slurm holds a requeued job back about 120 s, PBS not at all)."""
     validate: bool = False
     charge_decision_time: bool = False
     plots: bool = True
@@ -100,6 +103,7 @@ def simulate(
         limits=policy.limits,
         extension_lead=None if correction.kind == "off" else correction.lead,
         site_priority=policy.priority == "site",
+        requeue_delay=settings.requeue_delay,
     )
     writer = None
     if settings.dump_instances is not None:

@@ -72,13 +72,17 @@ class SimulatorOptions:
     site_priority: bool = False
     """Give queued jobs a site's fair-share priority (:mod:`.fairshare`) at each call,
     for a policy that follows the site's priority."""
+    requeue_delay: int = 0
+    """Seconds a job a trial put back waits before it may start again, as the workload
+    manager holds it back (Slurm: about 120, a requeued job's eligible time; PBS: 0)."""
     """Call the dispatcher this many seconds before a job would be killed, so that it
     can extend the limit (the correction policy's lead); None: never for that reason."""
 
 
-END, WAKE, REQUEUE = 0, 1, 2
+END, WAKE, REQUEUE, RETURN = 0, 1, 2, 3
 """Event kinds: a job ends (done or killed); a job nears a limit that would kill it; a
-trial run ends with its job still running (it goes back to the queue)."""
+trial run ends with its job still running (its nodes are freed; it goes back to the
+queue then, or once the requeue delay has passed: RETURN)."""
 
 TRIAL_COUNTS = ("runs", "ended", "requeued", "requeued_cpu_s")
 """What the replay counts of trial runs: made, ended within the trial, put back in the
@@ -192,7 +196,11 @@ class Simulator:
                     wake = True
                     continue
                 if kind == REQUEUE:
-                    self._requeue(index)
+                    self._requeue(index, when)
+                    wake = True
+                    continue
+                if kind == RETURN:
+                    self._return(index)
                     wake = True
                     continue
                 self._finish(index, when)
@@ -328,15 +336,27 @@ class Simulator:
         else:
             heapq.heappush(self._events, (start + seconds, REQUEUE, index, self._version[index]))
 
-    def _requeue(self, index: int) -> None:
-        """A trial ended with its job still running: the job waits again, at its place."""
+    def _requeue(self, index: int, t: int) -> None:
+        """A trial ended with its job still running: its nodes are free, and the job waits
+        again at its place, now or once the requeue delay has passed."""
         job = self.trace[index].job
         rj = self._running.pop(job.id)
-        self._running_seen = self._free_seen = self._queued_seen = None
+        self._running_seen = self._free_seen = None
         shift(self._rows, self._free_total, rj.allocation, job, 1, self.system.nodes)
         assert self._trials is not None
         self._trials["requeued"] += 1
         self._trials["requeued_cpu_s"] += rj.time_limit * job.request[self._cpu]
+        delay = self.options.requeue_delay
+        if delay:
+            heapq.heappush(self._events, (t + delay, RETURN, index, self._version[index]))
+        else:
+            self._return(index)
+
+    def _return(self, index: int) -> None:
+        """The job a trial put back waits again, at its place in submission order, as one
+        that went back once (never tried again: a workload manager counts its restart)."""
+        job = replace(self.trace[index].job, rerunnable=False)
+        self._queued_seen = None
         self.book.requeued(job)
         queue = self._queue
         last = next(reversed(queue), None)
@@ -406,6 +426,13 @@ class Simulator:
         if self._fairshare is not None:
             self._fairshare.charge(tj.job, rj.start, end)
 
+    def _trials_made(self) -> dict[str, int] | None:
+        """The trial runs' counts, with the requeue delay when there is one."""
+        delay = self.options.requeue_delay
+        if self._trials is None or not delay:
+            return self._trials
+        return {**self._trials, "requeue_delay_s": delay}
+
     def _result(self) -> ReplayResult:
         trace = self.trace
         resources = len(self.system.resource_names)
@@ -436,7 +463,7 @@ class Simulator:
             fallbacks=self._fallbacks,
             fallback_reasons=dict(sorted(self._fallback_reasons.items())),
             extensions=self._extensions,
-            trials=self._trials,
+            trials=self._trials_made(),
             solver_status=dict(sorted(self._statuses.items())),
         )
         return ReplayResult(jobs=jobs, series=series, dispatch=dispatch, settings={})

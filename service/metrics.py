@@ -113,6 +113,12 @@ class ServiceMetrics:
             ["cluster"],
             registry=r,
         )
+        self.trials = Counter(
+            "cpsched_trial_runs_total",
+            "Of the start directives, the trial runs (trial_run; dry runs excluded).",
+            ["cluster"],
+            registry=r,
+        )
         self.extensions = Counter(
             "cpsched_extensions_total",
             "Time-limit extension directives returned (dry runs excluded).",

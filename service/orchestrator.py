@@ -433,6 +433,7 @@ class Orchestrator:
             m.partial.labels(cluster).inc()
         if not answer.dry_run:
             m.started.labels(cluster).inc(len(answer.starts))
+            m.trials.labels(cluster).inc(sum(s.trial_s is not None for s in answer.starts))
             m.extensions.labels(cluster).inc(len(answer.extensions))
 
     # -- finished jobs ----------------------------------------------------------------

@@ -122,6 +122,14 @@ def replay(
     plots: PlotsOpt = True,
     timings: TimingsOpt = True,
     strict: StrictOpt = False,
+    requeue_delay: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="With --trial-run: seconds a job put back waits before it may start again, "
+            "as the workload manager holds it back (Slurm about 120, PBS 0).",
+        ),
+    ] = 0,
     dump_instances: Annotated[
         Path | None,
         typer.Option(help="Write every dispatch instance to DIR (for bench-instances)."),
@@ -159,6 +167,7 @@ def replay(
         jobs=jobs,
         skip_jobs=skip_jobs,
         warmup_fraction=warmup,
+        requeue_delay=requeue_delay,
         validate=validate,
         charge_decision_time=charge_decision_time,
         plots=plots,

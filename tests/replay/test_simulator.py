@@ -262,6 +262,13 @@ def test_progress_is_told_as_time_passes_not_every_few_thousand_jobs():
     assert quiet[-1] == 100
 
 
+def replay_with_trials(trace: list, requeue_delay: int = 0):
+    """``trace`` on 4 cores, FCFS with 60 s trials, every decision validated."""
+    dispatcher = make_dispatcher("fcfs", "first-fit", trial_runs=60)
+    options = SimulatorOptions(validate=True, requeue_delay=requeue_delay)
+    return Simulator(system(4), trace, dispatcher, WallTime(), options).run()
+
+
 def test_a_trial_ends_the_short_job_and_puts_the_long_one_back_in_its_place():
     # 4 cores, FCFS: `b` waits for all 4 until `a` ends at 1,000, and `c`, `d` behind it.
     # `c` (30 s) is tried at 2 on the idle core and has run by 32; `d` (200 s) is tried at
@@ -272,21 +279,44 @@ def test_a_trial_ends_the_short_job_and_puts_the_long_one_back_in_its_place():
         trace_job("c", 2, 1, 500, 30),
         trace_job("d", 40, 1, 500, 200),
     ]
-    sim = Simulator(
-        system(4),
-        trace,
-        make_dispatcher("fcfs", "first-fit", trial_runs=60),
-        WallTime(),
-        SimulatorOptions(validate=True),
-    )
-    result = sim.run()
+    result = replay_with_trials(trace)
     assert result.jobs.start.tolist() == [0, 1000, 2, 1100]
     assert result.jobs.end.tolist() == [1000, 1100, 32, 1300]
-    assert result.jobs.predicted[2] == 500  # what `c` was planned with: its limit
+    assert result.jobs.predicted[2] == 500  # its prediction at its start: its limit
     assert not result.jobs.killed.any()
     trials = {"runs": 2, "ended": 1, "requeued": 1, "requeued_cpu_s": 60}
     assert result.dispatch.trials == trials
     assert summarise(result)["trial_runs"] == trials
+
+
+@pytest.mark.parametrize(("delay", "d_starts"), [(0, 150), (120, 220)])
+def test_a_job_put_back_waits_the_requeue_delay_before_it_starts_again(delay, d_starts):
+    # 4 cores, FCFS: `a` holds 3 until 150, `b` (2 cores) waits for it; `d` (1 core, 200 s)
+    # is tried at 40 on the idle core and goes back at 100. At 150 `b` starts, and `d`
+    # with it, unless the workload manager holds it back until 100 + delay.
+    trace = [
+        trace_job("a", 0, 3, 150, 150),
+        trace_job("b", 1, 2, 100, 100),
+        trace_job("d", 40, 1, 500, 200),
+    ]
+    result = replay_with_trials(trace, delay)
+    assert result.jobs.start.tolist() == [0, 150, d_starts]
+    assert result.jobs.end.tolist() == [150, 250, d_starts + 200]
+    counts = {"runs": 1, "ended": 0, "requeued": 1, "requeued_cpu_s": 60}
+    assert result.dispatch.trials == ({**counts, "requeue_delay_s": delay} if delay else counts)
+
+
+def test_a_job_put_back_is_not_tried_again_once_its_delay_has_passed():
+    # `a` holds 3 of 4 cores until 1,000 and `b` waits for all 4: the fourth stays idle.
+    # `d` is tried at 40, put back at 100, waits again from 220, and is not tried again.
+    trace = [
+        trace_job("a", 0, 3, 1000, 1000),
+        trace_job("b", 1, 4, 100, 100),
+        trace_job("d", 40, 1, 500, 200),
+    ]
+    result = replay_with_trials(trace, 120)
+    assert result.jobs.start.tolist() == [0, 1000, 1100]
+    assert result.dispatch.trials is not None and result.dispatch.trials["runs"] == 1
 
 
 def test_a_replay_without_trials_says_nothing_of_them():

@@ -158,9 +158,13 @@ def test_conservative_backfilling_runs_every_job_once_within_capacity(workload, 
     st.sampled_from(["fcfs", "easy"]),
     st.sampled_from([None, 1]),
     st.integers(1, 100),
+    st.sampled_from([0, 120]),
 )
-def test_trial_runs_lose_no_job_and_break_no_guarantee(workload, dispatcher, bound, seconds):
-    # Jobs end by their limits (exact estimates): a start guarantee must hold, trials or not.
+def test_trial_runs_lose_no_job_and_break_no_guarantee(
+    workload, dispatcher, bound, seconds, requeue_delay
+):
+    # Jobs end by their limits (exact estimates): a start guarantee must hold, trials or not,
+    # and whether a job put back may start again at once or (Slurm) two minutes later.
     machine, jobs = workload
     state = DispatcherState()
     tried = make_dispatcher(
@@ -171,10 +175,12 @@ def test_trial_runs_lose_no_job_and_break_no_guarantee(workload, dispatcher, bou
         wait_bound_depth=1,
         trial_runs=seconds,
     )
-    result = Simulator(machine, jobs, tried, WallTime(), SimulatorOptions(validate=True)).run()
+    options = SimulatorOptions(validate=True, requeue_delay=requeue_delay)
+    result = Simulator(machine, jobs, tried, WallTime(), options).run()
     assert (result.jobs.start >= result.jobs.submit).all()
     assert (result.jobs.end == result.jobs.start + result.jobs.trace_run).all()
     assert not result.jobs.killed.any()
     trials = result.dispatch.trials or {"runs": 0, "ended": 0, "requeued": 0}
     assert trials["runs"] == trials["ended"] + trials["requeued"]
+    assert trials["runs"] <= len(jobs)  # a job is tried once at most, delay or not
     assert state.guarantees_broken == 0

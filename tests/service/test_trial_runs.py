@@ -27,6 +27,7 @@ def test_a_job_that_may_go_back_is_tried_once_on_the_idle_core(make_client: Any)
     assert [(s["job_id"], s["allocation"], s["trial_s"]) for s in first["starts"]] == [
         ("b", {"n1": 1}, 60)
     ]
+    assert 'cpsched_trial_runs_total{cluster="c1"} 1.0' in client.get("/metrics").text
     # Running its trial: the service is told when it ends, and starts nothing more.
     trial = {**B, "requeue": True, "start": 1001, "allocation": {"n1": 1}, "trial_end": 1061}
     running = dispatch(client, snapshot(1030, [node("n1")], [R, trial], [A]))
