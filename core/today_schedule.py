@@ -16,7 +16,7 @@ have (what the wait bound is there to keep), the real end comes first and the sc
 is exact; where it started it later, the schedule learns the end only then and falls a
 little behind what today's scheduler would have done, which only makes it more lenient.
 A job that leaves the real queue without running (cancelled while pending) leaves today's
-queue too, at the next call.
+queue too, at the next call; one running a trial keeps what today's scheduler owed it.
 """
 
 from __future__ import annotations
@@ -91,9 +91,25 @@ class TodaySchedule:
         self.time = now
         if withdrawn and self.queue:
             self._decide(now, snapshot)  # what today's would do once they are gone
+        self._forget_left(snapshot)
+
+    def _forget_left(self, snapshot: Snapshot) -> None:
+        """Forget when today would have served the jobs no longer queued for real, except
+        those running a trial (:mod:`cpsched.core.trial_runs`): one may come back, owed
+        what today's scheduler owed it."""
+        left = [
+            job_id
+            for pending in (self.reserved_at, self.started_at)
+            for job_id in pending
+            if job_id not in self.real_queue
+        ]
+        if not left:
+            return
+        trials = {rj.job.id for rj in snapshot.running if rj.trial}
         for pending in (self.reserved_at, self.started_at):
-            for job_id in [j for j in pending if j not in self.real_queue]:
-                del pending[job_id]
+            for job_id in left:
+                if job_id not in trials:
+                    pending.pop(job_id, None)
 
     def _withdraw(self, left: frozenset[str], snapshot: Snapshot) -> bool:
         """The jobs that left the real queue without running (cancelled, or removed while

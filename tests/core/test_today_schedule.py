@@ -74,6 +74,20 @@ def test_todays_schedule_reads_no_run_time_before_the_real_job_ends():
     assert schedule.started_at == {} and schedule.reserved_at == {}
 
 
+def test_a_job_running_a_trial_keeps_what_today_owes_it():
+    # Today's schedule reserves for j1 behind j0. The real j1 leaves the queue for a trial
+    # at 30 and comes back at 90: today's reservation for it, from 0, still stands.
+    schedule = TodaySchedule(make_today())
+    queue = [job("j0", units=8), job("j1", units=8)]
+    schedule.advance(snapshot(0, MACHINE, (), queue))
+    assert schedule.reserved_at == {"j1": 0}
+    trial = RunningJob(queue[1], 30, 60, ((0, 4), (1, 4)), trial=True)
+    schedule.advance(snapshot(30, MACHINE, [trial], ()))
+    assert schedule.reserved_at == {"j1": 0}
+    schedule.advance(snapshot(90, MACHINE, (), queue[1:]))
+    assert schedule.reserved_at == {"j1": 0}
+
+
 def test_a_job_cancelled_while_queued_leaves_todays_queue():
     # j0 waits behind r in today's schedule, which reserves room for it. The real j0 is
     # cancelled while pending (no end will ever come for it): today's schedule drops it,
