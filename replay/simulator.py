@@ -69,14 +69,14 @@ class SimulatorOptions:
     limits: Literal["requested", "predicted"] = "requested"
     """Each job's time limit at start: its request, or its prediction."""
     extension_lead: int | None = None
+    """Call the dispatcher this many seconds before a job would be killed, so that it
+    can extend the limit (the correction policy's lead); None: never for that reason."""
     site_priority: bool = False
     """Give queued jobs a site's fair-share priority (:mod:`.fairshare`) at each call,
     for a policy that follows the site's priority."""
     requeue_delay: int = 0
     """Seconds a job a trial put back waits before it may start again, as the workload
     manager holds it back (Slurm: about 120, a requeued job's eligible time; PBS: 0)."""
-    """Call the dispatcher this many seconds before a job would be killed, so that it
-    can extend the limit (the correction policy's lead); None: never for that reason."""
 
 
 END, WAKE, REQUEUE, RETURN = 0, 1, 2, 3

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cpsched.core import Decision, Diagnostics, Extension, Job, Node, Snapshot, Start
+from cpsched.core import Decision, Diagnostics, Extension, Job, Node, RunningJob, Snapshot, Start
 from cpsched.core.site import Constraints, Site
 from cpsched.wire.schemas import (
     DecisionOut,
@@ -48,6 +48,12 @@ def _job_fields(job: Job, names: tuple[str, ...]) -> dict[str, Any]:
         **({"priority": job.priority} if job.priority is not None else {}),
         **({"requeue": True} if job.rerunnable else {}),
     }
+
+
+def _running_fields(rj: RunningJob, names: tuple[str, ...]) -> dict[str, Any]:
+    """A running job's wire fields: its current limit, or a trial's end."""
+    limit = {"trial_end": rj.start + rj.time_limit} if rj.trial else {"time_limit": rj.time_limit}
+    return {**_job_fields(rj.job, names), **limit}
 
 
 def _constraint_fields(c: Constraints | None) -> dict[str, Any]:
@@ -115,15 +121,8 @@ def snapshot_to_wire(snapshot: Snapshot, *, dry_run: bool = False) -> DispatchRe
         **_site_fields(snapshot.site, nodes),
         running=[
             RunningJobIn(
-                **_job_fields(rj.job, names),
-                start=rj.start,
-                allocation={nodes[node].name: units for node, units in rj.allocation},
-                extensions=rj.extensions,
-                trial_end=rj.start + rj.time_limit,
-            )
-            if rj.trial
-            else RunningJobIn(
-                **{**_job_fields(rj.job, names), "time_limit": rj.time_limit},
+                # A trial's limit is its end; the job keeps its own limit on the wire.
+                **_running_fields(rj, names),
                 start=rj.start,
                 allocation={nodes[node].name: units for node, units in rj.allocation},
                 extensions=rj.extensions,

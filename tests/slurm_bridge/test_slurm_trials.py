@@ -20,6 +20,7 @@ from cpsched.slurm_bridge import hostlist
 from tests.slurm_bridge.conftest import (
     Testbed,
     audited,
+    emptied,
     started_again,
     trial_ends,
     tried_first,
@@ -31,10 +32,7 @@ pytestmark = pytest.mark.slurm
 
 @pytest.fixture(autouse=True)
 def empty_testbed(slurm_testbed: Testbed, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("SLURM_CONF", slurm_testbed.env["SLURM_CONF"])
-    slurm_testbed.cancel_all()
-    yield
-    slurm_testbed.cancel_all()
+    yield from emptied(slurm_testbed, monkeypatch)
 
 
 def restarts(bed: Testbed, job_id: str) -> int:
