@@ -3,8 +3,9 @@
 
 As that account the bridge reads the cluster, starts another user's held job in a pin
 reservation of its decided split, raises a running job's limit, takes the pin off and
-deletes it, hands a job back to Slurm and holds it again, and reads finished jobs. A
-plain account can do none of the acting (what makes the test able to fail).
+deletes it, hands a job back to Slurm and holds it again, ends a trial run (puts a
+running job back in the queue, held for cpsched), and reads finished jobs. A plain
+account can do none of the acting (what makes the test able to fail).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cpsched.slurm_bridge.slurm_backend import SlurmBackend
 from tests.dbservers import MariadbServer
 from tests.slurm_bridge.conftest import Testbed, emptied, start_testbed
 from tests.slurm_bridge.test_slurm_placement import real_split, wait_running
+from tests.slurm_bridge.test_slurm_trials import restarts
 
 pytestmark = pytest.mark.slurm
 
@@ -93,6 +95,20 @@ def test_an_operator_account_does_all_the_bridge_does(operator_testbed: Testbed)
     backend.hold(later, unpin=True)
     assert bed.job(later)["priority"] == "0"
 
+    # A trial's end: root's running job put back in the queue, held for cpsched, its
+    # node list forgotten (the service's trial_run).
+    tried = bed.sbatch("-J", "tried", "--requeue", "-n", "1", "-t", "5", script="sleep 300")
+    bed.wait_visible([tried])
+    backend.start(tried, {"node2": 1})
+    wait_running(bed, tried)
+    backend.requeue_hold(tried)
+    back = bed.wait_state(tried, {"PENDING"}, timeout_s=30)
+    assert back["state"] == "PENDING" and back["priority"] == "0", back
+    assert restarts(bed, tried) == 1
+    shown = bed.run("scontrol", "-o", "show", "job", tried)
+    assert " ReqNodeList=(null) " in shown, shown
+    bed.run("scancel", tried)
+
     bed.run("scancel", job)
     bed.wait_state(job, {"CANCELLED"}, timeout_s=30)
     # Not from the jobcomp file: `sacct -c` opens it for appending, which only root may;
@@ -122,3 +138,6 @@ def test_a_plain_account_cannot_start_or_extend_others_jobs(operator_testbed: Te
     wait_running(bed, running)
     with pytest.raises(CommandError):
         plain.hold(running, unpin=False)
+    with pytest.raises(CommandError):
+        plain.requeue_hold(running)  # no trial's end either
+    assert bed.job(running)["state"] == "RUNNING" and restarts(bed, running) == 0
