@@ -4,8 +4,9 @@ Same interface as the Slurm backend. Conventions (see docs/bridge.md, PBS sectio
 a ``queuejob`` hook puts every new job on an *operator* hold (``Hold_Types=o``, which
 users cannot release and PBS's dependencies do not touch: those use the system hold
 ``s``) and sets the custom resource ``Resource_List.<tag>=True``; the bridge (a PBS
-Manager) starts a held job with ``qrun -H <exec_vnode spec>`` alone: a release first would
-wake PBS's own scheduler, which would start the job on its own vnodes before ``qrun``.
+Operator or Manager) starts a held job with ``qrun -H <exec_vnode spec>`` alone: a
+release first would wake PBS's own scheduler, which would start the job on its own vnodes
+before ``qrun``.
 A job also held by its user (``u``) or by PBS (``s``: a dependency) is not cpsched's yet.
 
 Resources: ``ncpus`` → cpu, ``mem`` → mem (MiB), ``ngpus`` → gpu; a job's

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ import pytest
 
 from cpsched.cli.local_service import LocalService, write_config
 from cpsched.slurm_bridge.loop import Bridge, CycleReport
+from cpsched.slurm_bridge.runner import SubprocessRunner
 from tests.dbservers import MariadbServer
 from tests.slurm_bridge.pbs_cluster import PbsCluster, start_pbs
 
@@ -81,6 +82,18 @@ def free_port_block(size: int) -> int:
         if ok:
             return base
     raise RuntimeError("no block of free ports")
+
+
+@dataclass
+class AsUser:
+    """A runner that runs each command as ``user`` (``runuser``, environment kept): the
+    bridge under a site's least-privileged account."""
+
+    user: str
+    inner: SubprocessRunner = field(default_factory=lambda: SubprocessRunner(timeout_s=30))
+
+    def run(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> str:
+        return self.inner.run(["runuser", "-u", self.user, "--", *argv], env=env)
 
 
 @dataclass

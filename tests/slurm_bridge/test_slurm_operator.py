@@ -13,35 +13,22 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cpsched.slurm_bridge.backend import ExactSplit
 from cpsched.slurm_bridge.errors import CommandError
-from cpsched.slurm_bridge.runner import SubprocessRunner
 from cpsched.slurm_bridge.slurm_backend import SlurmBackend
 from tests.dbservers import MariadbServer
-from tests.slurm_bridge.conftest import Testbed, emptied, start_testbed
+from tests.slurm_bridge.conftest import AsUser, Testbed, emptied, start_testbed
 from tests.slurm_bridge.test_slurm_placement import real_split, wait_running
 from tests.slurm_bridge.test_slurm_trials import restarts
 
 pytestmark = pytest.mark.slurm
 
 OPERATOR = "cpsched-op"
-
-
-@dataclass
-class AsUser:
-    """A runner that runs each command as ``user`` (``runuser``, environment kept)."""
-
-    user: str
-    inner: SubprocessRunner = field(default_factory=lambda: SubprocessRunner(timeout_s=30))
-
-    def run(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> str:
-        return self.inner.run(["runuser", "-u", self.user, "--", *argv], env=env)
 
 
 @pytest.fixture(scope="module")
